@@ -1,0 +1,257 @@
+//! The agent loop: the one piece of code every lesson shares.
+//!
+//! Call the model. If the reply asks for no tool, the turn is over.
+//! Otherwise run each requested tool, answer every `tool_use` with one
+//! `tool_result`, and call the model again. Chapter 1 is about this loop;
+//! chapters 2 to 21 only implement [`Hooks`].
+//!
+//! Faults never leave the history invalid: a failed or cancelled model call
+//! appends nothing, and a round's assistant message is stored together with
+//! all of its results.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ApiError;
+use crate::history::push_user;
+use crate::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
+use crate::model::Model;
+use crate::protocol::{ContentBlock, Delta, Message, Role, StopReason, ToolResult, ToolUse};
+
+/// Bounds on one turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `max_tokens` for each request.
+    pub max_tokens: u32,
+    /// Rounds (model calls) allowed in one turn; `None` for no limit.
+    pub max_rounds: Option<usize>,
+    /// How often [`Hooks::on_stop`] may send the model back to work.
+    pub max_stop_continuations: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_tokens: 8000,
+            max_rounds: None,
+            max_stop_continuations: 3,
+        }
+    }
+}
+
+/// What the loop reports while it runs, for a terminal or a test to show.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// A piece of the model's reply, as it streams in.
+    Delta(Delta<'a>),
+    /// The model finished one reply.
+    ReplyDone,
+    /// A tool is about to run.
+    ToolCall(&'a ToolUse),
+    /// A tool finished (or was refused).
+    ToolResult(&'a ToolUse, &'a ToolResult),
+}
+
+/// Receives [`Event`]s.
+pub trait Observer: Send {
+    fn event(&mut self, event: Event<'_>);
+}
+
+/// An observer that ignores everything (for subagents and tests).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Silent;
+
+impl Observer for Silent {
+    fn event(&mut self, _event: Event<'_>) {}
+}
+
+/// How a turn ended when it did not end normally.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TurnError {
+    #[error(transparent)]
+    Api(#[from] ApiError),
+    #[error("turn cancelled")]
+    Cancelled,
+    #[error("stopped after {0} rounds without finishing")]
+    RoundLimit(usize),
+    #[error("prompt blocked: {0}")]
+    PromptBlocked(String),
+}
+
+/// How a turn ended normally.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnOutcome {
+    /// The text of the model's last reply.
+    pub final_text: String,
+    /// Model calls made during the turn.
+    pub rounds: usize,
+    /// Whether the last reply was cut off by `max_tokens`.
+    pub truncated: bool,
+}
+
+/// A model, its id, a lesson's hooks and the limits: everything that runs a turn.
+pub struct Agent<H> {
+    pub model: Arc<dyn Model>,
+    pub model_id: String,
+    pub hooks: H,
+    pub limits: Limits,
+}
+
+impl<H: Hooks> Agent<H> {
+    /// An agent with default limits.
+    pub fn new(model: Arc<dyn Model>, model_id: impl Into<String>, hooks: H) -> Self {
+        Self {
+            model,
+            model_id: model_id.into(),
+            hooks,
+            limits: Limits::default(),
+        }
+    }
+
+    /// Runs one user prompt to the end of the model's turn.
+    pub async fn run_turn(
+        &mut self,
+        history: &mut Vec<Message>,
+        prompt: &str,
+        observer: &mut dyn Observer,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, TurnError> {
+        let prompt = match self.hooks.on_user_prompt(prompt) {
+            PromptCheck::Accept => prompt.to_string(),
+            PromptCheck::Replace(text) => text,
+            PromptCheck::Block(reason) => return Err(TurnError::PromptBlocked(reason)),
+        };
+        push_user(history, vec![ContentBlock::text(prompt)]);
+        self.run_loop(history, observer, cancel).await
+    }
+
+    /// The loop itself. `history` must end with a user message.
+    pub async fn run_loop(
+        &mut self,
+        history: &mut Vec<Message>,
+        observer: &mut dyn Observer,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, TurnError> {
+        let mut rounds = 0;
+        let mut continuations = 0;
+        loop {
+            if self.limits.max_rounds.is_some_and(|max| rounds >= max) {
+                return Err(TurnError::RoundLimit(rounds));
+            }
+            rounds += 1;
+
+            let reply = tokio::select! {
+                reply = self.call_model(history, observer) => reply?,
+                () = cancel.cancelled() => return Err(TurnError::Cancelled),
+            };
+            observer.event(Event::ReplyDone);
+            let truncated = reply.stop_reason == Some(StopReason::MaxTokens);
+            let message = clean_reply(reply.content);
+            let calls: Vec<ToolUse> = message.tool_uses().cloned().collect();
+
+            if calls.is_empty() {
+                let final_text = message.text();
+                if !message.content.is_empty() {
+                    history.push(message);
+                }
+                match self.hooks.on_stop(history).await {
+                    Some(next) if continuations < self.limits.max_stop_continuations => {
+                        continuations += 1;
+                        push_user(history, vec![ContentBlock::text(next)]);
+                        continue;
+                    }
+                    _ => {
+                        return Ok(TurnOutcome {
+                            final_text,
+                            rounds,
+                            truncated,
+                        });
+                    }
+                }
+            }
+
+            let mut results = self.run_tools(&calls, truncated, observer, cancel).await;
+            let cancelled = cancel.is_cancelled();
+            self.hooks.after_tool_results(&mut results);
+            history.push(message);
+            push_user(history, results);
+            if cancelled {
+                return Err(TurnError::Cancelled);
+            }
+        }
+    }
+
+    /// Asks the hooks for the system prompt and tools, then lets them make
+    /// the call. Text is passed to the observer as it streams.
+    async fn call_model(
+        &mut self,
+        history: &mut Vec<Message>,
+        observer: &mut dyn Observer,
+    ) -> Result<crate::protocol::Response, ApiError> {
+        self.hooks.before_model_call(history).await;
+        let system = self.hooks.system_prompt();
+        let tools = self.hooks.tools();
+        let mut on_delta = |delta: Delta<'_>| observer.event(Event::Delta(delta));
+        let call = ModelCall {
+            model: self.model.as_ref(),
+            model_id: self.model_id.clone(),
+            max_tokens: self.limits.max_tokens,
+            system: &system,
+            tools: &tools,
+            history,
+            on_delta: &mut on_delta,
+        };
+        self.hooks.call_model(call).await
+    }
+
+    /// Runs the calls in order and returns one result per call, even when
+    /// the user cancels half-way: unrun calls are answered as not run.
+    async fn run_tools(
+        &mut self,
+        calls: &[ToolUse],
+        truncated: bool,
+        observer: &mut dyn Observer,
+        cancel: &CancellationToken,
+    ) -> Vec<ContentBlock> {
+        let mut results = Vec::with_capacity(calls.len());
+        for (index, call) in calls.iter().enumerate() {
+            observer.event(Event::ToolCall(call));
+            let output = if truncated && index + 1 == calls.len() {
+                // The reply was cut off while the model was still writing
+                // this call, so its input is incomplete: do not run it.
+                ToolOutput::error(
+                    "This tool call was cut off by max_tokens before its input was complete, \
+                     so it was not run. Retry with a shorter input.",
+                )
+            } else if cancel.is_cancelled() {
+                ToolOutput::error("Not run: the user cancelled the turn.")
+            } else {
+                tokio::select! {
+                    output = self.hooks.run_tool(call) => output,
+                    () = cancel.cancelled() => ToolOutput::error("Interrupted: the user cancelled the turn while this tool was running."),
+                }
+            };
+            let result = ToolResult {
+                is_error: output.is_error,
+                ..ToolResult::ok(call.id.clone(), output.text)
+            };
+            observer.event(Event::ToolResult(call, &result));
+            results.push(ContentBlock::ToolResult(result));
+        }
+        results
+    }
+}
+
+/// The model's reply as an assistant message, minus empty text blocks,
+/// which the API refuses when they are sent back.
+fn clean_reply(content: Vec<ContentBlock>) -> Message {
+    let content = content
+        .into_iter()
+        .filter(|block| !matches!(block, ContentBlock::Text { text, .. } if text.trim().is_empty()))
+        .collect();
+    Message {
+        role: Role::Assistant,
+        content,
+    }
+}

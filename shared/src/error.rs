@@ -1,0 +1,214 @@
+//! Typed errors from model providers.
+//!
+//! Lessons act on *kinds* of failure: chapter 8 compacts on
+//! [`ApiError::PromptTooLong`], chapter 11 backs off on
+//! [`ApiError::RateLimited`] and [`ApiError::Overloaded`]. So the clients
+//! classify every failure here once, by HTTP status and the API's
+//! `error.type`, and nobody downstream matches on message strings.
+//!
+//! No variant ever holds a request header, so the API key cannot leak into an
+//! error message.
+
+use std::time::Duration;
+
+/// Everything that can go wrong while asking a model for a reply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// HTTP 429 or `rate_limit_error`. `retry_after` comes from the header.
+    #[error("rate limited{}: {message}", retry_hint(.retry_after))]
+    RateLimited {
+        retry_after: Option<Duration>,
+        message: String,
+    },
+    /// HTTP 529 or `overloaded_error`: the provider is busy, try again later.
+    #[error("the model is overloaded: {message}")]
+    Overloaded { message: String },
+    /// The conversation no longer fits in the model's context window.
+    #[error("prompt too long: {message}")]
+    PromptTooLong { message: String },
+    /// HTTP 400 for any other reason: the request itself is wrong.
+    #[error("invalid request: {message}")]
+    InvalidRequest { message: String },
+    /// HTTP 401/403: missing, wrong or insufficient credentials.
+    #[error("authentication failed: {message}")]
+    Authentication { message: String },
+    /// HTTP 5xx (other than 529) or `api_error`.
+    #[error("server error ({status}): {message}")]
+    Server { status: u16, message: String },
+    /// Any other status the API answered with.
+    #[error("unexpected HTTP status {status}: {message}")]
+    Http { status: u16, message: String },
+    /// The connection could not be made or broke before a response started.
+    #[error("network error: {message}")]
+    Network { message: String },
+    /// No response, or no stream event, within the allowed time.
+    #[error("timed out after {0:?} without a reply")]
+    Timeout(Duration),
+    /// The stream ended before `message_stop` (or its equivalent).
+    #[error("the reply stream was cut short: {message}")]
+    StreamCutShort { message: String },
+    /// The provider sent an `error` event in the middle of a stream.
+    #[error("the provider reported an error mid-stream ({kind}): {message}")]
+    StreamError { kind: String, message: String },
+    /// The provider sent something that is not valid for the protocol.
+    #[error("could not understand the provider's reply: {message}")]
+    Protocol { message: String },
+    /// The scripted or demo model has no more replies.
+    #[error("{0}")]
+    ScriptExhausted(String),
+}
+
+fn retry_hint(retry_after: &Option<Duration>) -> String {
+    match retry_after {
+        Some(delay) => format!(" (retry after {}s)", delay.as_secs_f64()),
+        None => String::new(),
+    }
+}
+
+impl ApiError {
+    /// Whether sending the same request again later may succeed.
+    ///
+    /// Chapter 11 retries exactly these; everything else is final.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::RateLimited { .. }
+            | Self::Overloaded { .. }
+            | Self::Server { .. }
+            | Self::Network { .. }
+            | Self::Timeout(_)
+            | Self::StreamCutShort { .. } => true,
+            Self::StreamError { kind, .. } => {
+                matches!(
+                    kind.as_str(),
+                    "overloaded_error" | "api_error" | "rate_limit_error"
+                )
+            }
+            _ => false,
+        }
+    }
+
+    /// Classifies an error response by HTTP status, the body's `error.type`
+    /// and, for 429, the `retry-after` header.
+    pub fn from_status(status: u16, body: &str, retry_after: Option<Duration>) -> Self {
+        let (kind, message) = parse_error_body(body);
+        let message = message.unwrap_or_else(|| truncate_for_message(body));
+        let too_long = kind.as_deref() == Some("request_too_large")
+            || message.contains("prompt is too long")
+            || message.contains("context length")
+            || message.contains("context_length_exceeded")
+            || message.contains("maximum context");
+        match (status, kind.as_deref()) {
+            (429, _) | (_, Some("rate_limit_error")) => Self::RateLimited {
+                retry_after,
+                message,
+            },
+            (529, _) | (_, Some("overloaded_error")) => Self::Overloaded { message },
+            (400 | 413, _) if too_long => Self::PromptTooLong { message },
+            (400, _) | (_, Some("invalid_request_error")) => Self::InvalidRequest { message },
+            (401 | 403, _) | (_, Some("authentication_error" | "permission_error")) => {
+                Self::Authentication { message }
+            }
+            (500..=599, _) => Self::Server { status, message },
+            _ => Self::Http { status, message },
+        }
+    }
+
+    /// Classifies an `error` event received mid-stream.
+    pub fn from_stream_error(kind: &str, message: &str) -> Self {
+        match kind {
+            "overloaded_error" => Self::Overloaded {
+                message: message.to_string(),
+            },
+            "rate_limit_error" => Self::RateLimited {
+                retry_after: None,
+                message: message.to_string(),
+            },
+            _ if message.contains("prompt is too long") => Self::PromptTooLong {
+                message: message.to_string(),
+            },
+            _ => Self::StreamError {
+                kind: kind.to_string(),
+                message: message.to_string(),
+            },
+        }
+    }
+}
+
+/// Reads `{"error": {"type": ..., "message": ...}}`, the shape both the
+/// Anthropic and the OpenAI APIs use (OpenAI puts the kind in `code` or
+/// `type`).
+fn parse_error_body(body: &str) -> (Option<String>, Option<String>) {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(body) else {
+        return (None, None);
+    };
+    let error = &value["error"];
+    let kind = error["type"]
+        .as_str()
+        .or_else(|| error["code"].as_str())
+        .map(str::to_string);
+    let message = error["message"]
+        .as_str()
+        .or_else(|| value["message"].as_str())
+        .map(str::to_string);
+    (kind, message)
+}
+
+/// Error bodies that are not JSON (an HTML page from a proxy, say) are cut
+/// so one line of the terminal can show them.
+fn truncate_for_message(body: &str) -> String {
+    let body = body.trim();
+    if body.is_empty() {
+        return "(empty body)".to_string();
+    }
+    crate::text::truncate_chars(body, 300)
+}
+
+/// Parses a `retry-after` header value given in seconds (fractions allowed).
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    let seconds: f64 = value.trim().parse().ok()?;
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_by_status_and_type() {
+        let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert!(matches!(
+            ApiError::from_status(529, body, None),
+            ApiError::Overloaded { .. }
+        ));
+        let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+        assert!(matches!(
+            ApiError::from_status(400, body, None),
+            ApiError::PromptTooLong { .. }
+        ));
+        let body = r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+        assert!(matches!(
+            ApiError::from_status(401, body, None),
+            ApiError::Authentication { .. }
+        ));
+        let limited = ApiError::from_status(429, "{}", Some(Duration::from_secs(3)));
+        assert_eq!(
+            limited,
+            ApiError::RateLimited {
+                retry_after: Some(Duration::from_secs(3)),
+                message: "{}".into()
+            }
+        );
+        assert!(matches!(
+            ApiError::from_status(502, "<html>bad gateway</html>", None),
+            ApiError::Server { status: 502, .. }
+        ));
+    }
+
+    #[test]
+    fn retry_after_accepts_fractions_and_rejects_garbage() {
+        assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
+        assert_eq!(parse_retry_after("soon"), None);
+        assert_eq!(parse_retry_after("-1"), None);
+    }
+}

@@ -1,0 +1,136 @@
+//! The hook points: everything a lesson can attach to the loop.
+//!
+//! The loop in [`crate::agent`] never changes from lesson to lesson. Each
+//! lesson adds its mechanism by implementing [`Hooks`], whose methods the loop
+//! calls at fixed points of every round:
+//!
+//! ```text
+//! on_user_prompt ─► ┌─ before_model_call ─► system_prompt + tools ─► call_model ─┐
+//!                   │                                                           │
+//!                   │   no tool_use? ─► on_stop ─► (continue prompt? loop : end) │
+//!                   │                                                           │
+//!                   └── after_tool_results ◄── run_tool (once per tool_use) ◄───┘
+//! ```
+//!
+//! Only [`Hooks::tools`] and [`Hooks::run_tool`] have no default: a loop
+//! without tools is a chat, not an agent.
+
+use std::future::Future;
+
+use crate::error::ApiError;
+use crate::model::{DeltaSink, Model};
+use crate::protocol::{ContentBlock, Message, Request, Response, SystemBlock, ToolSpec, ToolUse};
+
+/// What a tool handed back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub text: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful output.
+    pub fn ok(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            is_error: false,
+        }
+    }
+
+    /// A failure the model should see and can react to.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// What [`Hooks::on_user_prompt`] decided about a prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptCheck {
+    /// Send the prompt as typed.
+    Accept,
+    /// Send this text instead (for example the prompt plus added context).
+    Replace(String),
+    /// Do not send anything; tell the user why.
+    Block(String),
+}
+
+/// One model call, as the loop prepared it. A hook that wraps the call
+/// (chapter 11) may change the fields and call [`ModelCall::send`] as often
+/// as it needs.
+pub struct ModelCall<'a, 's> {
+    pub model: &'a dyn Model,
+    pub model_id: String,
+    pub max_tokens: u32,
+    pub system: &'a [SystemBlock],
+    pub tools: &'a [ToolSpec],
+    /// The history the request is built from. A wrapper may append to it
+    /// (a continuation prompt, say) as long as it keeps it valid.
+    pub history: &'a mut Vec<Message>,
+    pub on_delta: &'a mut DeltaSink<'s>,
+}
+
+impl ModelCall<'_, '_> {
+    /// Sends the request as it stands now.
+    pub async fn send(&mut self) -> Result<Response, ApiError> {
+        let request = Request {
+            model: &self.model_id,
+            max_tokens: self.max_tokens,
+            system: self.system,
+            messages: self.history,
+            tools: self.tools,
+        };
+        self.model.send(&request, &mut *self.on_delta).await
+    }
+}
+
+/// The points where a lesson attaches its mechanism to the loop.
+pub trait Hooks: Send {
+    /// The system prompt for the next request. Called before every model
+    /// call, so a lesson can rebuild it from fresh state.
+    fn system_prompt(&mut self) -> Vec<SystemBlock> {
+        Vec::new()
+    }
+
+    /// The tools the model may call in the next request.
+    fn tools(&mut self) -> Vec<ToolSpec>;
+
+    /// Runs one tool call. Failures are outputs with `is_error`, never panics.
+    fn run_tool(&mut self, call: &ToolUse) -> impl Future<Output = ToolOutput> + Send;
+
+    /// Sees each prompt the user types before it enters the history.
+    fn on_user_prompt(&mut self, _prompt: &str) -> PromptCheck {
+        PromptCheck::Accept
+    }
+
+    /// Runs before every model call with the history open for changes
+    /// (reminders, compaction, notifications). It must leave every
+    /// `tool_use` paired with its `tool_result`.
+    fn before_model_call(
+        &mut self,
+        _history: &mut Vec<Message>,
+    ) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
+    /// Makes the model call. The default sends the request once.
+    fn call_model(
+        &mut self,
+        mut call: ModelCall<'_, '_>,
+    ) -> impl Future<Output = Result<Response, ApiError>> + Send {
+        async move { call.send().await }
+    }
+
+    /// Sees the round's `tool_result` blocks before they are appended.
+    /// Anything added must come *after* the results.
+    fn after_tool_results(&mut self, _results: &mut Vec<ContentBlock>) {}
+
+    /// Runs when the model ends its turn. Returning a prompt sends it as a
+    /// new user message and continues the loop (at most
+    /// [`crate::agent::Limits::max_stop_continuations`] times per turn).
+    fn on_stop(&mut self, _history: &[Message]) -> impl Future<Output = Option<String>> + Send {
+        async { None }
+    }
+}

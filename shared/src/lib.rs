@@ -1,0 +1,26 @@
+//! `shared`: what every lesson of the course stands on.
+//!
+//! Start reading at [`agent`], the loop that all 21 lessons run unchanged,
+//! then [`hooks`], the points where each lesson attaches its mechanism.
+//!
+//! * [`protocol`]: the Messages API as Rust types.
+//! * [`model`]: the Anthropic client, the OpenAI-compatible client and the
+//!   scripted demo model, behind one [`model::Model`] trait.
+//! * [`tools`]: the five base tools, confined to the workspace.
+//! * [`history`]: the pairing rules every history must keep.
+//! * [`cli`]: the terminal front end (arguments, `.env`, REPL, streaming).
+//!
+//! No lesson changes this crate; chapters that seem to need a change to the
+//! loop get a new hook here instead, for all lessons at once.
+
+pub mod agent;
+pub mod cli;
+pub mod error;
+pub mod history;
+pub mod hooks;
+pub mod model;
+pub mod protocol;
+pub mod text;
+pub mod tools;
+
+pub use tokio_util::sync::CancellationToken;

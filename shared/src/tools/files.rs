@@ -1,0 +1,1 @@
+//! `read_file`, `write_file`, `edit_file` and `glob`. (Being written.)
