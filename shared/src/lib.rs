@@ -9,6 +9,7 @@
 //! * [`tools`]: the five base tools, confined to the workspace.
 //! * [`history`]: the pairing rules every history must keep.
 //! * [`cli`]: the terminal front end (arguments, `.env`, REPL, streaming).
+//! * [`testing`]: a fake HTTP server for tests of the clients and lessons.
 //!
 //! No lesson changes this crate; chapters that seem to need a change to the
 //! loop get a new hook here instead, for all lessons at once.
@@ -20,6 +21,7 @@ pub mod history;
 pub mod hooks;
 pub mod model;
 pub mod protocol;
+pub mod testing;
 pub mod text;
 pub mod tools;
 
