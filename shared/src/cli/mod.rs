@@ -1,1 +1,177 @@
-//! The terminal front end. (Being written.)
+//! The terminal front end every lesson binary uses.
+//!
+//! A lesson's `main` is one call:
+//!
+//! ```ignore
+//! shared::cli::main(LESSON, |setup| Ok(my_lesson::agent(setup)))
+//! ```
+//!
+//! This module does the rest: parse the flags, load `.env`, pick the model
+//! (the demo model when none is configured), open the workspace, then run
+//! either one `-p` prompt or a REPL. Text streams as it arrives and tool
+//! calls are echoed. Ctrl-C cancels the running turn, not the program, and
+//! an API error prints one line and leaves the REPL running.
+
+mod args;
+mod render;
+mod repl;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+
+pub use args::{CommonArgs, LessonArgs};
+pub use render::{TerminalPrinter, describe_input};
+
+use crate::agent::{Agent, TurnError};
+use crate::hooks::Hooks;
+use crate::model::Model;
+use crate::model::config::select_model;
+use crate::protocol::Message;
+use crate::tools::Workspace;
+use tokio_util::sync::CancellationToken;
+
+/// What a lesson tells the front end about itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Lesson {
+    /// The short name used in the prompt, e.g. `"s01"`.
+    pub id: &'static str,
+    /// The chapter title, shown at start-up.
+    pub title: &'static str,
+    /// The lesson's demo script (`demo.json`), embedded with `include_str!`.
+    pub demo_script: &'static str,
+}
+
+/// Everything a lesson needs to build its agent.
+#[derive(Clone)]
+pub struct Setup {
+    pub workspace: Workspace,
+    pub model: Arc<dyn Model>,
+    pub model_id: String,
+}
+
+/// Parses [`LessonArgs`] and runs the lesson. For lessons without flags of
+/// their own.
+pub async fn main<H, F>(lesson: Lesson, build: F) -> ExitCode
+where
+    H: Hooks,
+    F: FnOnce(Setup) -> anyhow::Result<Agent<H>>,
+{
+    let args = LessonArgs::parse();
+    run(lesson, args.common, build).await
+}
+
+/// Runs a lesson with already parsed flags.
+pub async fn run<H, F>(lesson: Lesson, args: CommonArgs, build: F) -> ExitCode
+where
+    H: Hooks,
+    F: FnOnce(Setup) -> anyhow::Result<Agent<H>>,
+{
+    init_tracing(args.verbose);
+    match start(lesson, &args, build).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn start<H, F>(lesson: Lesson, args: &CommonArgs, build: F) -> anyhow::Result<ExitCode>
+where
+    H: Hooks,
+    F: FnOnce(Setup) -> anyhow::Result<Agent<H>>,
+{
+    // A missing .env is normal; a malformed one is worth a warning.
+    if let Err(error) = dotenvy::dotenv()
+        && !error.not_found()
+    {
+        eprintln!("warning: could not load .env: {error}");
+    }
+    let env = |name: &str| std::env::var(name).ok();
+    let selected =
+        select_model(&args.model_choice(), &env, lesson.demo_script).map_err(anyhow::Error::msg)?;
+    if let Some(notice) = &selected.notice {
+        eprintln!("{notice}");
+    }
+    let root = match &args.workdir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let workspace = Workspace::new(&root)
+        .with_context(|| format!("cannot open the workspace {}", root.display()))?;
+    let mut agent = build(Setup {
+        workspace,
+        model: selected.model,
+        model_id: selected.model_id,
+    })?;
+
+    let mut history = Vec::new();
+    match &args.prompt {
+        Some(prompt) => Ok(one_shot(&mut agent, &mut history, prompt).await),
+        None => {
+            repl::run(lesson, &mut agent, &mut history).await;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `-p` mode: one turn, then exit with its status.
+async fn one_shot<H: Hooks>(
+    agent: &mut Agent<H>,
+    history: &mut Vec<Message>,
+    prompt: &str,
+) -> ExitCode {
+    match run_turn_interruptibly(agent, history, prompt).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs one turn, printing as it goes; Ctrl-C cancels the turn.
+pub(crate) async fn run_turn_interruptibly<H: Hooks>(
+    agent: &mut Agent<H>,
+    history: &mut Vec<Message>,
+    prompt: &str,
+) -> Result<(), TurnError> {
+    let cancel = CancellationToken::new();
+    let mut printer = TerminalPrinter::new();
+    let turn = agent.run_turn(history, prompt, &mut printer, &cancel);
+    tokio::pin!(turn);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut turn => break outcome,
+            signal = tokio::signal::ctrl_c(), if !cancel.is_cancelled() => {
+                if signal.is_ok() {
+                    eprintln!("\n^C cancelling the turn…");
+                    cancel.cancel();
+                }
+            }
+        }
+    };
+    println!();
+    outcome.map(|outcome| {
+        if outcome.truncated {
+            eprintln!("(the reply was cut off at max_tokens)");
+        }
+    })
+}
+
+fn init_tracing(verbose: bool) {
+    use tracing_subscriber::EnvFilter;
+    let filter = if verbose {
+        EnvFilter::new("debug,hyper=info,hyper_util=info,reqwest=info,rustls=info")
+    } else {
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"))
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,109 @@
+//! Printing the loop's events: text as it streams, tool calls as they run.
+
+use std::io::{IsTerminal, Write};
+
+use crate::agent::{Event, Observer};
+use crate::protocol::{Delta, ToolResult, ToolUse};
+use crate::text::truncate_chars;
+
+/// How many characters of a tool result the terminal shows.
+const RESULT_PREVIEW_CHARS: usize = 300;
+
+/// Writes events to standard output, with colours on a terminal.
+#[derive(Debug)]
+pub struct TerminalPrinter {
+    colour: bool,
+    /// Whether the cursor is in the middle of a line of streamed text.
+    mid_line: bool,
+    /// Printed before every line, so a subagent's output can be told apart.
+    prefix: String,
+}
+
+impl Default for TerminalPrinter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TerminalPrinter {
+    /// A printer for the main agent.
+    pub fn new() -> Self {
+        Self {
+            colour: std::io::stdout().is_terminal(),
+            mid_line: false,
+            prefix: String::new(),
+        }
+    }
+
+    /// A printer whose tool lines start with `prefix` (e.g. `"  [subagent] "`).
+    pub fn with_prefix(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+            ..Self::new()
+        }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn end_line(&mut self, out: &mut impl Write) {
+        if self.mid_line {
+            let _ = writeln!(out);
+            self.mid_line = false;
+        }
+    }
+
+    fn tool_call(&mut self, out: &mut impl Write, call: &ToolUse) {
+        self.end_line(out);
+        let line = format!("{}> {}: {}", self.prefix, call.name, describe_input(call));
+        let _ = writeln!(out, "{}", self.paint("33", &line));
+    }
+
+    fn tool_result(&mut self, out: &mut impl Write, result: &ToolResult) {
+        let text = truncate_chars(result.text().trim_end(), RESULT_PREVIEW_CHARS);
+        let indent = format!("{}  ", self.prefix);
+        let body: Vec<String> = text.lines().map(|line| format!("{indent}{line}")).collect();
+        let body = body.join("\n");
+        let painted = if result.is_error {
+            self.paint("31", &format!("{indent}error: {}", body.trim_start()))
+        } else {
+            self.paint("2", &body)
+        };
+        let _ = writeln!(out, "{painted}");
+    }
+}
+
+/// A one-line summary of a tool call's input: the command for `bash`, the
+/// path for file tools, compact JSON otherwise.
+pub fn describe_input(call: &ToolUse) -> String {
+    let field = |name: &str| call.input.get(name).and_then(|value| value.as_str());
+    let summary = match call.name.as_str() {
+        "bash" => field("command").map(str::to_string),
+        "read_file" | "write_file" | "edit_file" => field("path").map(str::to_string),
+        "glob" => field("pattern").map(str::to_string),
+        _ => None,
+    };
+    truncate_chars(&summary.unwrap_or_else(|| call.input.to_string()), 200)
+}
+
+impl Observer for TerminalPrinter {
+    fn event(&mut self, event: Event<'_>) {
+        let mut out = std::io::stdout().lock();
+        match event {
+            Event::Delta(Delta::Text(text)) => {
+                let _ = write!(out, "{text}");
+                self.mid_line = !text.ends_with('\n');
+            }
+            Event::Delta(Delta::Thinking(_) | Delta::ToolUseStart { .. }) => {}
+            Event::ReplyDone => self.end_line(&mut out),
+            Event::ToolCall(call) => self.tool_call(&mut out, call),
+            Event::ToolResult(_, result) => self.tool_result(&mut out, result),
+        }
+        let _ = out.flush();
+    }
+}
