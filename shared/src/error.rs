@@ -58,6 +58,9 @@ pub enum ApiError {
     ScriptExhausted(String),
 }
 
+/// The shortest credential [`ApiError::redact`] scrubs out.
+pub const MIN_REDACTED_LEN: usize = 8;
+
 fn retry_hint(retry_after: &Option<Duration>) -> String {
     match retry_after {
         Some(delay) => format!(" (retry after {}s)", delay.as_secs_f64()),
@@ -84,6 +87,82 @@ impl ApiError {
                 )
             }
             _ => false,
+        }
+    }
+
+    /// Replaces every occurrence of each secret in the error's text with
+    /// `***`.
+    ///
+    /// Error text comes from outside (the body of an error reply, an `error`
+    /// event, a transport failure), and a proxy that echoes request headers
+    /// back would put the API key there. Clients pass every error through
+    /// this before returning it, so no error can carry a credential into a
+    /// terminal or a log.
+    ///
+    /// Secrets shorter than [`MIN_REDACTED_LEN`] are left alone: they are
+    /// placeholders for local gateways (`"dummy"`), not real keys, and
+    /// replacing them would garble ordinary words in the message.
+    pub fn redact(self, secrets: &[&str]) -> Self {
+        let secrets: Vec<&str> = secrets
+            .iter()
+            .copied()
+            .filter(|secret| secret.chars().count() >= MIN_REDACTED_LEN)
+            .collect();
+        if secrets.is_empty() {
+            return self;
+        }
+        self.map_text(|text| {
+            secrets
+                .iter()
+                .fold(text, |text, secret| text.replace(secret, "***"))
+        })
+    }
+
+    /// Applies `change` to every piece of text the error holds.
+    fn map_text(self, change: impl Fn(String) -> String) -> Self {
+        match self {
+            Self::RateLimited {
+                retry_after,
+                message,
+            } => Self::RateLimited {
+                retry_after,
+                message: change(message),
+            },
+            Self::Overloaded { message } => Self::Overloaded {
+                message: change(message),
+            },
+            Self::PromptTooLong { message } => Self::PromptTooLong {
+                message: change(message),
+            },
+            Self::InvalidRequest { message } => Self::InvalidRequest {
+                message: change(message),
+            },
+            Self::Authentication { message } => Self::Authentication {
+                message: change(message),
+            },
+            Self::Server { status, message } => Self::Server {
+                status,
+                message: change(message),
+            },
+            Self::Http { status, message } => Self::Http {
+                status,
+                message: change(message),
+            },
+            Self::Network { message } => Self::Network {
+                message: change(message),
+            },
+            Self::Timeout(after) => Self::Timeout(after),
+            Self::StreamCutShort { message } => Self::StreamCutShort {
+                message: change(message),
+            },
+            Self::StreamError { kind, message } => Self::StreamError {
+                kind: change(kind),
+                message: change(message),
+            },
+            Self::Protocol { message } => Self::Protocol {
+                message: change(message),
+            },
+            Self::ScriptExhausted(message) => Self::ScriptExhausted(change(message)),
         }
     }
 
@@ -202,6 +281,23 @@ mod tests {
             ApiError::from_status(502, "<html>bad gateway</html>", None),
             ApiError::Server { status: 502, .. }
         ));
+    }
+
+    #[test]
+    fn redact_hides_secrets_everywhere_but_not_placeholders() {
+        let error = ApiError::StreamError {
+            kind: "sk-ant-0001".into(),
+            message: "bad key sk-ant-0001, token tok-12345678 in chunk".into(),
+        };
+        assert_eq!(
+            error.redact(&["sk-ant-0001", "", "k", "tok-12345678"]),
+            ApiError::StreamError {
+                kind: "***".into(),
+                message: "bad key ***, token *** in chunk".into(),
+            }
+        );
+        let timeout = ApiError::Timeout(Duration::from_secs(1));
+        assert_eq!(timeout.clone().redact(&["11111111"]), timeout);
     }
 
     #[test]

@@ -13,9 +13,22 @@
 //! `ping` and event types this client does not know are skipped. A stream
 //! that ends without `message_stop`, goes silent past the idle timeout or
 //! carries an `error` event is an error — never a half-built reply.
+//!
+//! Nothing the model writes is dropped: thinking blocks keep their
+//! signature, and block types this client does not know (server tools,
+//! future features) come back as [`ContentBlock::Unknown`], so the next
+//! request can return them exactly.
+//!
+//! The credentials are sent as `x-api-key` (an API key) and/or
+//! `Authorization: Bearer` (`ANTHROPIC_AUTH_TOKEN`, for gateways). They are
+//! marked sensitive in the request, and every error this client returns is
+//! scrubbed of them ([`ApiError::redact`]), so a key cannot reach the
+//! terminal or a log.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderValue};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -52,6 +65,8 @@ impl Default for AnthropicConfig {
 }
 
 /// A client for `POST /v1/messages`.
+///
+/// `Debug` is safe to print: the credentials inside are [`Secret`]s.
 #[derive(Debug, Clone)]
 pub struct AnthropicClient {
     http: reqwest::Client,
@@ -65,7 +80,7 @@ impl AnthropicClient {
             .connect_timeout(config.timeouts.connect)
             .build()
             .map_err(|error| ApiError::Network {
-                message: error.to_string(),
+                message: sse::describe(&error),
             })?;
         Ok(Self { http, config })
     }
@@ -74,39 +89,99 @@ impl AnthropicClient {
         format!("{}/v1/messages", self.config.base_url.trim_end_matches('/'))
     }
 
+    /// The credentials, for scrubbing them out of error messages.
+    fn secrets(&self) -> Vec<&str> {
+        [&self.config.api_key, &self.config.auth_token]
+            .into_iter()
+            .flatten()
+            .map(Secret::expose)
+            .collect()
+    }
+
+    /// Sends the request and assembles the streamed reply.
     async fn stream(
         &self,
         request: &Request<'_>,
         on_delta: &mut DeltaSink<'_>,
     ) -> Result<Response, ApiError> {
-        let mut builder = self
-            .http
-            .post(self.endpoint())
-            .header("anthropic-version", ANTHROPIC_VERSION)
-            .header("accept", "text/event-stream")
-            .json(&StreamingRequest {
-                request,
-                stream: true,
-            });
-        if let Some(key) = &self.config.api_key {
-            builder = builder.header("x-api-key", key.expose());
-        }
-        if let Some(token) = &self.config.auth_token {
-            builder = builder.bearer_auth(token.expose());
-        }
+        self.stream_unredacted(request, on_delta)
+            .await
+            .map_err(|error| error.redact(&self.secrets()))
+    }
+
+    async fn stream_unredacted(
+        &self,
+        request: &Request<'_>,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<Response, ApiError> {
+        let builder = self.build_request(request)?;
         let response = sse::send(builder, self.config.timeouts.response).await?;
         let mut events = SseStream::open(response, self.config.timeouts.idle).await?;
 
         let mut reply = ReplyBuilder::default();
         while let Some(event) = events.next().await {
             let event = event?;
-            if reply.apply(&event.event, &event.data, on_delta)? == Progress::Finished {
-                return reply.finish();
+            let kind = event_kind(&event.event, &event.data);
+            if reply.apply(&kind, &event.data, on_delta)? == Progress::Finished {
+                return Ok(reply.finish());
             }
         }
         Err(ApiError::StreamCutShort {
             message: "the stream ended before message_stop".to_string(),
         })
+    }
+
+    /// The HTTP request: endpoint, headers and the JSON body with
+    /// `stream: true` (`.json` also sets `content-type: application/json`).
+    fn build_request(&self, request: &Request<'_>) -> Result<reqwest::RequestBuilder, ApiError> {
+        let mut builder = self
+            .http
+            .post(self.endpoint())
+            .header("anthropic-version", ANTHROPIC_VERSION)
+            .header(ACCEPT, "text/event-stream")
+            .json(&StreamingRequest {
+                request,
+                stream: true,
+            });
+        if let Some(key) = &self.config.api_key {
+            builder = builder.header("x-api-key", credential_header(key.expose())?);
+        }
+        if let Some(token) = &self.config.auth_token {
+            let bearer = format!("Bearer {}", token.expose());
+            builder = builder.header(AUTHORIZATION, credential_header(&bearer)?);
+        }
+        Ok(builder)
+    }
+}
+
+/// A header value holding a credential, marked sensitive so that reqwest
+/// and hyper print `Sensitive` instead of it in their `Debug` output.
+fn credential_header(value: &str) -> Result<HeaderValue, ApiError> {
+    let mut header = HeaderValue::from_str(value).map_err(|_| ApiError::Authentication {
+        // Not the value itself: it is the secret.
+        message: "the API key or token contains characters that cannot be sent in an HTTP \
+                  header (a stray newline or a non-ASCII character?)"
+            .to_string(),
+    })?;
+    header.set_sensitive(true);
+    Ok(header)
+}
+
+/// The name of an event. An event without an `event:` line is named
+/// "message" by the SSE parser; some compatible gateways send those, and the
+/// Messages API repeats the name as the `type` of the data, so that is used.
+fn event_kind<'a>(name: &'a str, data: &str) -> Cow<'a, str> {
+    #[derive(Deserialize)]
+    struct Typed {
+        #[serde(rename = "type")]
+        kind: String,
+    }
+    if name != "message" {
+        return Cow::Borrowed(name);
+    }
+    match serde_json::from_str::<Typed>(data) {
+        Ok(typed) => Cow::Owned(typed.kind),
+        Err(_) => Cow::Borrowed(name),
     }
 }
 
@@ -151,8 +226,14 @@ enum PartialBlock {
         thinking: String,
         signature: String,
     },
-    /// Blocks with no deltas to apply (redacted thinking, unknown types).
-    Complete(ContentBlock),
+    /// Any other block (redacted thinking, server tools, unknown types), kept
+    /// as the JSON it started with. Server tool calls stream their input as
+    /// `input_json_delta` just like client tools, so fragments are collected
+    /// here too and put in the block's `input` when it stops.
+    Other {
+        block: Value,
+        json: String,
+    },
 }
 
 /// Assembles a [`Response`] from stream events.
@@ -204,9 +285,15 @@ struct MessageDeltaBody {
     stop_reason: Option<StopReason>,
 }
 
+/// Token counts in `message_delta`. They are running totals, so each one
+/// may only raise what `message_start` reported (some compatible gateways
+/// send zeros here).
 #[derive(Deserialize)]
 struct DeltaUsage {
+    input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -242,7 +329,7 @@ impl ReplyBuilder {
             }
             "content_block_start" => {
                 let start: BlockStart = parse(event, data)?;
-                let block = self.start_block(start.content_block, on_delta)?;
+                let block = start_block(start.content_block, on_delta);
                 self.blocks.insert(start.index, block);
             }
             "content_block_delta" => {
@@ -260,8 +347,8 @@ impl ReplyBuilder {
                 if delta.delta.stop_reason.is_some() {
                     self.stop_reason = delta.delta.stop_reason;
                 }
-                if let Some(tokens) = delta.usage.and_then(|usage| usage.output_tokens) {
-                    self.usage.output_tokens = tokens;
+                if let Some(usage) = delta.usage {
+                    self.add_usage(usage);
                 }
             }
             "message_stop" => return Ok(Progress::Finished),
@@ -279,43 +366,6 @@ impl ReplyBuilder {
         Ok(Progress::Streaming)
     }
 
-    fn start_block(
-        &mut self,
-        block: Value,
-        on_delta: &mut DeltaSink<'_>,
-    ) -> Result<PartialBlock, ApiError> {
-        let text_field = |name: &str| block[name].as_str().unwrap_or_default().to_string();
-        Ok(match block["type"].as_str() {
-            Some("text") => {
-                let text = text_field("text");
-                if !text.is_empty() {
-                    on_delta(Delta::Text(&text));
-                }
-                PartialBlock::Text(text)
-            }
-            Some("tool_use") => {
-                let name = text_field("name");
-                on_delta(Delta::ToolUseStart { name: &name });
-                PartialBlock::ToolUse {
-                    id: text_field("id"),
-                    name,
-                    json: String::new(),
-                }
-            }
-            Some("thinking") => PartialBlock::Thinking {
-                thinking: text_field("thinking"),
-                signature: text_field("signature"),
-            },
-            _ => {
-                let complete =
-                    serde_json::from_value(block).map_err(|error| ApiError::Protocol {
-                        message: format!("bad content block: {error}"),
-                    })?;
-                PartialBlock::Complete(complete)
-            }
-        })
-    }
-
     fn apply_delta(&mut self, delta: BlockDelta, on_delta: &mut DeltaSink<'_>) {
         let Some(block) = self.blocks.get_mut(&delta.index) else {
             tracing::debug!(index = delta.index, "delta for a block that never started");
@@ -328,7 +378,10 @@ impl ReplyBuilder {
                 on_delta(Delta::Text(piece));
                 text.push_str(piece);
             }
-            (PartialBlock::ToolUse { json, .. }, Some("input_json_delta")) => {
+            (
+                PartialBlock::ToolUse { json, .. } | PartialBlock::Other { json, .. },
+                Some("input_json_delta"),
+            ) => {
                 json.push_str(piece("partial_json"));
             }
             (PartialBlock::Thinking { thinking, .. }, Some("thinking_delta")) => {
@@ -339,38 +392,82 @@ impl ReplyBuilder {
             (PartialBlock::Thinking { signature, .. }, Some("signature_delta")) => {
                 signature.push_str(piece("signature"));
             }
+            // Citations and other delta kinds this client does not model.
             (_, kind) => tracing::debug!(?kind, "ignoring delta"),
         }
     }
 
-    fn finish(mut self) -> Result<Response, ApiError> {
+    fn add_usage(&mut self, delta: DeltaUsage) {
+        let usage = &mut self.usage;
+        usage.input_tokens = usage.input_tokens.max(delta.input_tokens.unwrap_or(0));
+        usage.output_tokens = usage.output_tokens.max(delta.output_tokens.unwrap_or(0));
+        // `None < Some(_)` for `Option`, so `max` keeps whichever is known.
+        usage.cache_creation_input_tokens = usage
+            .cache_creation_input_tokens
+            .max(delta.cache_creation_input_tokens);
+        usage.cache_read_input_tokens = usage
+            .cache_read_input_tokens
+            .max(delta.cache_read_input_tokens);
+    }
+
+    fn finish(mut self) -> Response {
         // Blocks still open at message_stop are closed as they stand.
         for (index, block) in std::mem::take(&mut self.blocks) {
             self.finished.insert(index, finish_block(block));
         }
-        Ok(Response {
+        Response {
             content: self.finished.into_values().collect(),
             stop_reason: self.stop_reason,
             usage: self.usage,
-        })
+        }
     }
 }
 
-/// Closes a block. Tool input that is empty means `{}`; input that does not
-/// parse (a reply cut by `max_tokens` mid-call) also becomes `{}`, and the
-/// loop answers that call with an error instead of running it.
+/// Opens a block from its `content_block_start`. Text and thinking that
+/// come with the start are passed on like any later delta.
+fn start_block(block: Value, on_delta: &mut DeltaSink<'_>) -> PartialBlock {
+    let field = |name: &str| block[name].as_str().unwrap_or_default().to_string();
+    match block["type"].as_str() {
+        Some("text") => {
+            let text = field("text");
+            if !text.is_empty() {
+                on_delta(Delta::Text(&text));
+            }
+            PartialBlock::Text(text)
+        }
+        Some("tool_use") => {
+            let name = field("name");
+            on_delta(Delta::ToolUseStart { name: &name });
+            PartialBlock::ToolUse {
+                id: field("id"),
+                name,
+                json: String::new(),
+            }
+        }
+        Some("thinking") => {
+            let thinking = field("thinking");
+            if !thinking.is_empty() {
+                on_delta(Delta::Thinking(&thinking));
+            }
+            PartialBlock::Thinking {
+                thinking,
+                signature: field("signature"),
+            }
+        }
+        _ => PartialBlock::Other {
+            block,
+            json: String::new(),
+        },
+    }
+}
+
+/// Closes a block.
 fn finish_block(block: PartialBlock) -> ContentBlock {
     match block {
         PartialBlock::Text(text) => ContentBlock::text(text),
         PartialBlock::ToolUse { id, name, json } => {
-            let input = if json.trim().is_empty() {
-                Value::Object(Default::default())
-            } else {
-                serde_json::from_str(&json).unwrap_or_else(|error| {
-                    tracing::warn!(%error, tool = %name, "tool input is not valid JSON");
-                    Value::Object(Default::default())
-                })
-            };
+            // No input at all means a tool without arguments: `{}`.
+            let input = parse_input(&json, &name).unwrap_or_else(empty_object);
             ContentBlock::ToolUse(ToolUse { id, name, input })
         }
         PartialBlock::Thinking {
@@ -380,6 +477,37 @@ fn finish_block(block: PartialBlock) -> ContentBlock {
             thinking,
             signature,
         },
-        PartialBlock::Complete(block) => block,
+        PartialBlock::Other { mut block, json } => {
+            let name = block["type"].as_str().unwrap_or_default().to_string();
+            if let (Some(input), Some(fields)) = (parse_input(&json, &name), block.as_object_mut())
+            {
+                fields.insert("input".to_string(), input);
+            }
+            // Known types (redacted thinking) become their variant; anything
+            // else is kept verbatim.
+            ContentBlock::deserialize(&block).unwrap_or(ContentBlock::Unknown(block))
+        }
     }
+}
+
+/// Parses the joined `input_json_delta` fragments of one block. `None` when
+/// there were none, or when they do not parse: a reply cut by `max_tokens`
+/// in the middle of a call leaves half an object. That is not an error —
+/// the caller gets `{}`, sees `stop_reason: max_tokens`, and the loop
+/// answers the call with an error instead of running it.
+fn parse_input(json: &str, block: &str) -> Option<Value> {
+    if json.trim().is_empty() {
+        return None;
+    }
+    match serde_json::from_str(json) {
+        Ok(input) => Some(input),
+        Err(error) => {
+            tracing::warn!(%error, block, "tool input is not valid JSON (cut by max_tokens?)");
+            None
+        }
+    }
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
 }

@@ -69,13 +69,33 @@ pub(crate) fn transport_error(error: &reqwest::Error) -> ApiError {
         ApiError::Timeout(Duration::ZERO)
     } else if error.is_body() || error.is_decode() {
         ApiError::StreamCutShort {
-            message: error.to_string(),
+            message: describe(error),
         }
     } else {
         ApiError::Network {
-            message: error.to_string(),
+            message: describe(error),
         }
     }
+}
+
+/// The error and its causes on one line.
+///
+/// reqwest's own message is only "error sending request for url (…)"; the
+/// useful part ("Connection refused", "dns error", "invalid certificate")
+/// is in the chain of sources underneath, so it is appended here.
+pub(crate) fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        // Some layers repeat their inner error in their own message.
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// Sends a request, turning a slow or failed connection into a typed error.
@@ -87,7 +107,7 @@ pub(crate) async fn send(
         Err(_elapsed) => Err(ApiError::Timeout(response_timeout)),
         Ok(Err(error)) if error.is_timeout() => Err(ApiError::Timeout(response_timeout)),
         Ok(Err(error)) => Err(ApiError::Network {
-            message: error.to_string(),
+            message: describe(&error),
         }),
         Ok(Ok(response)) => Ok(response),
     }
