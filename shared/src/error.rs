@@ -171,11 +171,8 @@ impl ApiError {
     pub fn from_status(status: u16, body: &str, retry_after: Option<Duration>) -> Self {
         let (kind, message) = parse_error_body(body);
         let message = message.unwrap_or_else(|| truncate_for_message(body));
-        let too_long = kind.as_deref() == Some("request_too_large")
-            || message.contains("prompt is too long")
-            || message.contains("context length")
-            || message.contains("context_length_exceeded")
-            || message.contains("maximum context");
+        let too_long =
+            kind.as_deref() == Some("request_too_large") || says_context_overflow(&message);
         match (status, kind.as_deref()) {
             (429, _) | (_, Some("rate_limit_error")) => Self::RateLimited {
                 retry_after,
@@ -183,10 +180,12 @@ impl ApiError {
             },
             (529, _) | (_, Some("overloaded_error")) => Self::Overloaded { message },
             (400 | 413, _) if too_long => Self::PromptTooLong { message },
-            (400, _) | (_, Some("invalid_request_error")) => Self::InvalidRequest { message },
+            // The status decides before `error.type`: OpenAI answers a bad key
+            // with 401 and the type `invalid_request_error`.
             (401 | 403, _) | (_, Some("authentication_error" | "permission_error")) => {
                 Self::Authentication { message }
             }
+            (400, _) | (_, Some("invalid_request_error")) => Self::InvalidRequest { message },
             (500..=599, _) => Self::Server { status, message },
             _ => Self::Http { status, message },
         }
@@ -202,7 +201,7 @@ impl ApiError {
                 retry_after: None,
                 message: message.to_string(),
             },
-            _ if message.contains("prompt is too long") => Self::PromptTooLong {
+            _ if says_context_overflow(message) => Self::PromptTooLong {
                 message: message.to_string(),
             },
             _ => Self::StreamError {
@@ -211,6 +210,19 @@ impl ApiError {
             },
         }
     }
+}
+
+/// Whether an error message says the prompt no longer fits the context
+/// window. Anthropic, OpenAI and the local servers word it differently.
+fn says_context_overflow(message: &str) -> bool {
+    [
+        "prompt is too long",
+        "context length",
+        "context_length_exceeded",
+        "maximum context",
+    ]
+    .iter()
+    .any(|phrase| message.contains(phrase))
 }
 
 /// Reads `{"error": {"type": ..., "message": ...}}`, the shape both the

@@ -572,7 +572,6 @@ async fn status_401_is_an_authentication_error() {
 }
 
 #[tokio::test]
-#[ignore = "ApiError::from_status matches `invalid_request_error` before status 401 (error.rs)"]
 async fn status_401_from_openai_itself_is_an_authentication_error() {
     // OpenAI's own 401 carries `type: invalid_request_error`.
     let response = ResponseTemplate::new(401).set_body_json(error_body(
