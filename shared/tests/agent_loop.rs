@@ -1,6 +1,9 @@
 //! Black-box tests of the loop: the conversation invariants hold whatever
 //! the model does and whatever fails.
 
+// Helpers outside #[test] functions may unwrap too: a failure is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

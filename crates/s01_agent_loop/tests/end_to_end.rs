@@ -1,6 +1,9 @@
 //! The lesson binary, run as a user runs it: with no key (the demo model)
 //! and against a local fake of the Anthropic API.
 
+// Helpers outside #[test] functions may unwrap too: a failure is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::process::Output;
 

@@ -73,29 +73,46 @@ impl ToolRegistry {
 pub fn base_tools(workspace: &Workspace) -> ToolRegistry {
     let mut tools = ToolRegistry::new();
     let ws = workspace.clone();
-    tools.register(bash::spec(), move |input| {
-        let ws = ws.clone();
-        async move { bash::call(&ws, &input).await }
-    });
-    let ws = workspace.clone();
-    tools.register(read_file::spec(), move |input| {
-        let ws = ws.clone();
-        async move { read_file::call(&ws, &input).await }
-    });
-    let ws = workspace.clone();
-    tools.register(write_file::spec(), move |input| {
-        let ws = ws.clone();
-        async move { write_file::call(&ws, &input).await }
-    });
-    let ws = workspace.clone();
-    tools.register(edit_file::spec(), move |input| {
-        let ws = ws.clone();
-        async move { edit_file::call(&ws, &input).await }
-    });
-    let ws = workspace.clone();
-    tools.register(glob::spec(), move |input| {
-        let ws = ws.clone();
-        async move { glob::call(&ws, &input).await }
-    });
+    tools.register(
+        bash::spec(),
+        in_workspace(ws.clone(), |ws, input| async move {
+            bash::call(&ws, &input).await
+        }),
+    );
+    tools.register(
+        read_file::spec(),
+        in_workspace(ws.clone(), |ws, input| async move {
+            read_file::call(&ws, &input).await
+        }),
+    );
+    tools.register(
+        write_file::spec(),
+        in_workspace(ws.clone(), |ws, input| async move {
+            write_file::call(&ws, &input).await
+        }),
+    );
+    tools.register(
+        edit_file::spec(),
+        in_workspace(ws.clone(), |ws, input| async move {
+            edit_file::call(&ws, &input).await
+        }),
+    );
+    tools.register(
+        glob::spec(),
+        in_workspace(ws, |ws, input| async move { glob::call(&ws, &input).await }),
+    );
     tools
+}
+
+/// Binds a tool that needs the workspace to one, so it fits the map: each
+/// call gets its own handle, because the returned future must own its data.
+pub fn in_workspace<F, Fut>(
+    workspace: Workspace,
+    tool: F,
+) -> impl Fn(Value) -> Fut + Send + Sync + 'static
+where
+    F: Fn(Workspace, Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ToolOutput> + Send + 'static,
+{
+    move |input| tool(workspace.clone(), input)
 }

@@ -7,17 +7,8 @@
 //! what went wrong; no tool panics. Every path goes through [`Workspace`],
 //! which refuses to leave the workspace directory.
 //!
-//! A lesson's `run_tool` hook usually needs only two lines:
-//!
-//! ```no_run
-//! # use shared::protocol::ToolUse;
-//! # use shared::tools::{self, ToolOutput, Workspace};
-//! # async fn run_tool(workspace: &Workspace, call: &ToolUse) -> ToolOutput {
-//! tools::call(workspace, &call.name, &call.input)
-//!     .await
-//!     .unwrap_or_else(|| ToolOutput::error(format!("Unknown tool: {}", call.name)))
-//! # }
-//! ```
+//! Which tools a lesson offers, and how it routes a call to one, is the
+//! lesson's business: chapter 2 builds the dispatch map.
 
 pub mod bash;
 pub mod edit_file;
@@ -27,8 +18,6 @@ pub mod input;
 pub mod read_file;
 pub mod workspace;
 pub mod write_file;
-
-use serde_json::Value;
 
 pub use crate::hooks::ToolOutput;
 pub use files::MAX_FILE_BYTES;
@@ -49,20 +38,6 @@ pub fn base_specs() -> Vec<ToolSpec> {
         edit_file::spec(),
         glob::spec(),
     ]
-}
-
-/// Runs base tool `name` with the model's `input`, or returns `None` if
-/// `name` is not one of the five (a lesson may have tools of its own).
-pub async fn call(workspace: &Workspace, name: &str, input: &Value) -> Option<ToolOutput> {
-    let output = match name {
-        "bash" => bash::call(workspace, input).await,
-        "read_file" => read_file::call(workspace, input).await,
-        "write_file" => write_file::call(workspace, input).await,
-        "edit_file" => edit_file::call(workspace, input).await,
-        "glob" => glob::call(workspace, input).await,
-        _ => return None,
-    };
-    Some(output)
 }
 
 /// `1 line`, `3 lines`: counts in messages the model reads.
