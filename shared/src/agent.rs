@@ -19,6 +19,7 @@ use crate::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
 use crate::model::Model;
 use crate::protocol::{ContentBlock, Delta, Message, Role, StopReason, ToolResult, ToolUse};
 
+// ANCHOR: limits
 /// Bounds on one turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -39,7 +40,9 @@ impl Default for Limits {
         }
     }
 }
+// ANCHOR_END: limits
 
+// ANCHOR: events
 /// What the loop reports while it runs, for a terminal or a test to show.
 #[derive(Debug, Clone, Copy)]
 pub enum Event<'a> {
@@ -57,6 +60,7 @@ pub enum Event<'a> {
 pub trait Observer: Send {
     fn event(&mut self, event: Event<'_>);
 }
+// ANCHOR_END: events
 
 /// An observer that ignores everything (for subagents and tests).
 #[derive(Debug, Default, Clone, Copy)]
@@ -66,6 +70,7 @@ impl Observer for Silent {
     fn event(&mut self, _event: Event<'_>) {}
 }
 
+// ANCHOR: outcome
 /// How a turn ended when it did not end normally.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TurnError {
@@ -89,7 +94,9 @@ pub struct TurnOutcome {
     /// Whether the last reply was cut off by `max_tokens`.
     pub truncated: bool,
 }
+// ANCHOR_END: outcome
 
+// ANCHOR: agent
 /// A model, its id, a lesson's hooks and the limits: everything that runs a turn.
 pub struct Agent<H> {
     pub model: Arc<dyn Model>,
@@ -97,6 +104,7 @@ pub struct Agent<H> {
     pub hooks: H,
     pub limits: Limits,
 }
+// ANCHOR_END: agent
 
 impl<H: Hooks> Agent<H> {
     /// An agent with default limits.
@@ -109,6 +117,7 @@ impl<H: Hooks> Agent<H> {
         }
     }
 
+    // ANCHOR: run_turn
     /// Runs one user prompt to the end of the model's turn.
     pub async fn run_turn(
         &mut self,
@@ -125,7 +134,9 @@ impl<H: Hooks> Agent<H> {
         push_user(history, vec![ContentBlock::text(prompt)]);
         self.run_loop(history, observer, cancel).await
     }
+    // ANCHOR_END: run_turn
 
+    // ANCHOR: loop
     /// The loop itself. `history` must end with a user message.
     pub async fn run_loop(
         &mut self,
@@ -181,7 +192,9 @@ impl<H: Hooks> Agent<H> {
             }
         }
     }
+    // ANCHOR_END: loop
 
+    // ANCHOR: call_model
     /// Asks the hooks for the system prompt and tools, then lets them make
     /// the call. Text is passed to the observer as it streams.
     async fn call_model(
@@ -204,7 +217,9 @@ impl<H: Hooks> Agent<H> {
         };
         self.hooks.call_model(call).await
     }
+    // ANCHOR_END: call_model
 
+    // ANCHOR: run_tools
     /// Runs the calls in order and returns one result per call, even when
     /// the user cancels half-way: unrun calls are answered as not run.
     async fn run_tools(
@@ -241,8 +256,10 @@ impl<H: Hooks> Agent<H> {
         }
         results
     }
+    // ANCHOR_END: run_tools
 }
 
+// ANCHOR: clean_reply
 /// The model's reply as an assistant message, minus empty text blocks,
 /// which the API refuses when they are sent back.
 fn clean_reply(content: Vec<ContentBlock>) -> Message {
@@ -255,3 +272,4 @@ fn clean_reply(content: Vec<ContentBlock>) -> Message {
         content,
     }
 }
+// ANCHOR_END: clean_reply

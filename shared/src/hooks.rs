@@ -21,6 +21,7 @@ use crate::error::ApiError;
 use crate::model::{DeltaSink, Model};
 use crate::protocol::{ContentBlock, Message, Request, Response, SystemBlock, ToolSpec, ToolUse};
 
+// ANCHOR: tool_output
 /// What a tool handed back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {
@@ -45,6 +46,7 @@ impl ToolOutput {
         }
     }
 }
+// ANCHOR_END: tool_output
 
 /// What [`Hooks::on_user_prompt`] decided about a prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +88,7 @@ impl ModelCall<'_, '_> {
     }
 }
 
+// ANCHOR: hooks
 /// The points where a lesson attaches its mechanism to the loop.
 pub trait Hooks: Send {
     /// The system prompt for the next request. Called before every model
@@ -134,3 +137,4 @@ pub trait Hooks: Send {
         async { None }
     }
 }
+// ANCHOR_END: hooks

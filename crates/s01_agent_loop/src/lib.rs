@@ -16,6 +16,7 @@ use shared::cli::{Lesson, Setup};
 
 pub use hooks::LessonHooks;
 
+// ANCHOR: build
 /// How the terminal front end presents this lesson.
 pub const LESSON: Lesson = Lesson {
     id: "s01",
@@ -28,3 +29,4 @@ pub fn build(setup: Setup) -> anyhow::Result<Agent<LessonHooks>> {
     let hooks = LessonHooks::new(setup.workspace);
     Ok(Agent::new(setup.model, setup.model_id, hooks))
 }
+// ANCHOR_END: build
