@@ -1,0 +1,49 @@
+//! # Lesson 4: hooks
+//!
+//! Lesson 3 wrote its permission check straight into `run_tool`; every
+//! further check would have been another line there. This lesson adds a
+//! hook registry with four events — `UserPromptSubmit`, `PreToolUse`,
+//! `PostToolUse`, `Stop` — and triggers them from the loop's hook points.
+//! The permission gate becomes one `PreToolUse` hook among several. The
+//! loop does not change, and neither does `permission.rs`.
+//!
+//! Start reading at [`hook_registry`]: register callbacks per event,
+//! trigger them. Then [`builtin_hooks`], the hooks this lesson registers,
+//! and [`hooks`], where the loop's hook points trigger the events.
+
+pub mod builtin_hooks;
+pub mod dispatch;
+pub mod hook_registry;
+pub mod hooks;
+pub mod permission;
+
+use shared::agent::Agent;
+use shared::cli::{Lesson, Setup};
+
+pub use hooks::LessonHooks;
+use permission::{Approver, TerminalApprover};
+
+// ANCHOR: build
+/// How the terminal front end presents this lesson.
+pub const LESSON: Lesson = Lesson {
+    id: "s04",
+    title: "Hooks",
+    demo_script: include_str!("../demo.json"),
+};
+
+/// Builds the agent: the shared loop plus this lesson's hooks, asking on
+/// the terminal before risky calls.
+pub fn build(setup: Setup) -> anyhow::Result<Agent<LessonHooks>> {
+    build_with_approver(setup, Box::new(TerminalApprover))
+}
+
+/// Builds the agent with `approver` answering the permission questions
+/// (`--yes` and tests use their own).
+pub fn build_with_approver(
+    setup: Setup,
+    approver: Box<dyn Approver>,
+) -> anyhow::Result<Agent<LessonHooks>> {
+    let hooks = LessonHooks::new(setup.workspace, approver);
+    Ok(Agent::new(setup.model, setup.model_id, hooks))
+}
+// ANCHOR_END: build
