@@ -67,14 +67,30 @@ impl TerminalPrinter {
     fn tool_result(&mut self, out: &mut impl Write, result: &ToolResult) {
         let text = truncate_chars(result.text().trim_end(), RESULT_PREVIEW_CHARS);
         let indent = format!("{}  ", self.prefix);
-        let body: Vec<String> = text.lines().map(|line| format!("{indent}{line}")).collect();
-        let body = body.join("\n");
-        let painted = if result.is_error {
-            self.paint("31", &format!("{indent}error: {}", body.trim_start()))
-        } else {
-            self.paint("2", &body)
-        };
-        let _ = writeln!(out, "{painted}");
+        let mut lines: Vec<String> = text.lines().map(|line| format!("{indent}{line}")).collect();
+        if result.is_error {
+            // Mark the first line, after the prefix, so a prefixed subagent's
+            // errors read the same as the parent's.
+            let first = text.lines().next().unwrap_or_default();
+            match lines.first_mut() {
+                Some(line) => *line = format!("{indent}error: {first}"),
+                None => lines.push(format!("{indent}error")),
+            }
+        }
+        let code = if result.is_error { "31" } else { "2" };
+        let _ = writeln!(out, "{}", self.paint(code, &lines.join("\n")));
+    }
+
+    /// Streams text, starting every line with the prefix so that nested
+    /// output can be told apart from the parent's.
+    fn text(&mut self, out: &mut impl Write, text: &str) {
+        for piece in text.split_inclusive('\n') {
+            if !self.mid_line {
+                let _ = write!(out, "{}", self.prefix);
+            }
+            let _ = write!(out, "{piece}");
+            self.mid_line = !piece.ends_with('\n');
+        }
     }
 }
 
@@ -95,10 +111,7 @@ impl Observer for TerminalPrinter {
     fn event(&mut self, event: Event<'_>) {
         let mut out = std::io::stdout().lock();
         match event {
-            Event::Delta(Delta::Text(text)) => {
-                let _ = write!(out, "{text}");
-                self.mid_line = !text.ends_with('\n');
-            }
+            Event::Delta(Delta::Text(text)) => self.text(&mut out, text),
             Event::Delta(Delta::Thinking(_) | Delta::ToolUseStart { .. }) => {}
             Event::ReplyDone => self.end_line(&mut out),
             Event::ToolCall(call) => self.tool_call(&mut out, call),
