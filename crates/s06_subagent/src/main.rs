@@ -1,0 +1,36 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use s06_subagent::permission::{ApproveAll, Approver, TerminalApprover};
+use shared::cli::CommonArgs;
+
+// ANCHOR: args
+/// The lesson's command line: the common flags plus `--yes`.
+#[derive(Debug, Parser)]
+#[command(
+    about = "A lesson of the Rust agent course. Type a request; q, exit or an empty line quits."
+)]
+struct Args {
+    #[command(flatten)]
+    common: CommonArgs,
+
+    /// Approve in advance every call that would ask `Allow? [y/N]`, for
+    /// scripted runs. The deny list still applies.
+    #[arg(long, visible_alias = "approve-all")]
+    yes: bool,
+}
+// ANCHOR_END: args
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let approver: Box<dyn Approver> = if args.yes {
+        Box::new(ApproveAll)
+    } else {
+        Box::new(TerminalApprover)
+    };
+    shared::cli::run(s06_subagent::LESSON, args.common, |setup| {
+        s06_subagent::build_with_approver(setup, approver)
+    })
+    .await
+}
