@@ -76,12 +76,7 @@ pub struct AnthropicClient {
 impl AnthropicClient {
     /// Builds the client. Fails only if the TLS backend cannot start.
     pub fn new(config: AnthropicConfig) -> Result<Self, ApiError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.timeouts.connect)
-            .build()
-            .map_err(|error| ApiError::Network {
-                message: sse::describe(&error),
-            })?;
+        let http = sse::http_client(config.timeouts.connect)?;
         Ok(Self { http, config })
     }
 

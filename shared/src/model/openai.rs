@@ -79,12 +79,7 @@ pub struct OpenAiClient {
 impl OpenAiClient {
     /// Builds the client. Fails only if the TLS backend cannot start.
     pub fn new(config: OpenAiConfig) -> Result<Self, ApiError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.timeouts.connect)
-            .build()
-            .map_err(|error| ApiError::Network {
-                message: error.to_string(),
-            })?;
+        let http = sse::http_client(config.timeouts.connect)?;
         Ok(Self {
             http,
             config,

@@ -112,3 +112,14 @@ pub(crate) async fn send(
         Ok(Ok(response)) => Ok(response),
     }
 }
+
+/// An HTTP client with the connect timeout both providers use. Fails only
+/// if the TLS backend cannot start.
+pub(crate) fn http_client(connect_timeout: Duration) -> Result<reqwest::Client, ApiError> {
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .build()
+        .map_err(|error| ApiError::Network {
+            message: describe(&error),
+        })
+}
