@@ -24,7 +24,7 @@ pub const COURSE_SKILLS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SkillsArgs {
     /// Directory of skills, one folder per skill with a SKILL.md
-    /// (default: $SKILLS_DIR, else <workspace>/skills, else the course's skills/).
+    /// (default: $SKILLS_DIR, else WORKSPACE/skills, else the course's skills/).
     #[arg(long, value_name = "DIR")]
     pub skills_dir: Option<PathBuf>,
 }
