@@ -71,13 +71,16 @@ pub fn run(root: &Path) -> Result<Vec<Problem>> {
     generated_pages(root, &generated, &mut problems)?;
     chapters(root, &lessons, &mut problems)?;
     let book_pages = book_pages(root)?;
+    // Flags every lesson has, from `shared` (its `CommonArgs`).
+    let mut shared_flags = Flags::default();
+    shared_flags.scan(&lessons::rust_sources(&root.join("shared"))?);
     for (path, text) in &book_pages {
         if generated.contains_key(path) {
             continue;
         }
         includes(root, path, text, &mut problems);
         links(root, path, text, &generated, &mut problems);
-        commands(root, path, text, &lessons, &mut problems)?;
+        commands(path, text, &lessons, &shared_flags, &mut problems)?;
     }
     // Links inside generated pages are checked as they will be written.
     for (path, text) in &generated {
@@ -344,10 +347,10 @@ fn links(
 
 /// Rule 5.
 fn commands(
-    root: &Path,
     page: &str,
     text: &str,
     lessons: &[Lesson],
+    shared_flags: &Flags,
     problems: &mut Vec<Problem>,
 ) -> Result<()> {
     let names = || {
@@ -357,7 +360,6 @@ fn commands(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let shared_sources = lessons::rust_sources(&root.join("shared"))?;
     for block in markdown::shell_blocks(text) {
         let place = format!("{page}:{}", block.line);
         for words in shell::commands(&block.code) {
@@ -375,8 +377,7 @@ fn commands(
                         ));
                         continue;
                     };
-                    let mut flags = Flags::default();
-                    flags.scan(&shared_sources);
+                    let mut flags = shared_flags.clone();
                     flags.scan(&lessons::rust_sources(&lesson.dir)?);
                     for bad in unknown_flags(&flags, &run.args) {
                         problems.push(problem(

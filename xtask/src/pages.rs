@@ -34,7 +34,7 @@ pub struct LessonInfo {
     pub mechanism: String,
     pub tools: Vec<Tool>,
     pub items: BTreeMap<(String, String, &'static str), RustItem>,
-    /// Non-blank lines of the Rust files under `src/`.
+    /// Non-blank lines of the Rust files under `src/`, anchor lines left out.
     pub lines: usize,
 }
 
@@ -63,9 +63,14 @@ pub fn analyse(root: &Path) -> Result<Vec<LessonInfo>> {
             title
         };
         let own_tools = tools::scan(&sources, "", &lesson.name);
+        // Anchor lines are book markup: adding one must not change the count.
         let lines = sources
             .iter()
-            .map(|(_, text)| text.lines().filter(|l| !l.trim().is_empty()).count())
+            .map(|(_, text)| {
+                text.lines()
+                    .filter(|l| !l.trim().is_empty() && !lessons::is_anchor_line(l))
+                    .count()
+            })
             .sum();
         out.push(LessonInfo {
             tools: tools::lesson_tools(&own_tools, &shared),
@@ -240,7 +245,7 @@ fn first_page(info: &LessonInfo, files: &BTreeMap<String, Content>) -> String {
     }
     let _ = writeln!(
         out,
-        "\nLines of Rust under `src/` (not counting blank ones): {}.",
+        "\nLines of Rust under `src/` (not counting blank lines and anchors): {}.",
         info.lines
     );
     out
@@ -324,7 +329,7 @@ fn changes_page(previous: &LessonInfo, info: &LessonInfo, changes: &[FileChange]
     }
     let _ = writeln!(
         out,
-        "Lines of Rust under `src/` (not counting blank ones): {} → {}.\n",
+        "Lines of Rust under `src/` (not counting blank lines and anchors): {} → {}.\n",
         previous.lines, info.lines
     );
 

@@ -179,6 +179,14 @@ fn rendered_pages() {
 #[test]
 fn a_changed_lesson_makes_its_page_stale() {
     let dir = fixture();
+    // Anchors are book markup: adding one changes no generated page.
+    edit(
+        dir.path(),
+        "crates/s02_second/src/todo.rs",
+        "pub fn spec",
+        "// ANCHOR: spec\npub fn spec",
+    );
+    assert_eq!(problems(dir.path()), Vec::<String>::new());
     edit(dir.path(), "crates/s02_second/src/todo.rs", "20", "30");
     assert_eq!(
         problems(dir.path()),
