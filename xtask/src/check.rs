@@ -1,0 +1,587 @@
+//! `cargo xtask check`: everything that keeps the book and the lessons
+//! honest, without building the book (so it needs no mdBook). Each problem
+//! names its file and the fix.
+//!
+//! The rules:
+//! 1. Generated pages (`SUMMARY.md`, `lessons.md`, `changes/*.md`) equal what
+//!    `cargo xtask docs` would write now; `changes/` holds no page of a
+//!    lesson that is gone.
+//! 2. Every lesson crate `crates/sNN_name` has a chapter
+//!    `docs/src/sNN_name.md`, and every `docs/src/sNN_*.md` has a crate.
+//! 3. In every hand-written page, each `{{#include}}` (`rustdoc_include`,
+//!    `playground`) resolves, relative to the page: the file exists; an
+//!    anchor has both `ANCHOR: name` and `ANCHOR_END: name` in it; a line
+//!    range lies inside it.
+//! 4. Each relative link or image resolves to a file under `docs/src` (a
+//!    file outside it is not in the built book); a `#fragment` names a
+//!    heading of the target page.
+//! 5. Each `cargo run -p CRATE -- FLAGS` in a shell block names a lesson
+//!    crate and only flags that lesson accepts (see [`crate::flags`]); each
+//!    `cargo xtask diff` names existing lessons.
+//! 6. Copy-forward: every file that differs between lesson N-1 and lesson N
+//!    (after normalisation, see [`crate::lessons`]) or exists in only one is
+//!    mentioned in chapter N by its crate-relative path (`src/dispatch.rs`).
+//!    A mention counts standing alone or right after `crates/<lesson>/`, as
+//!    in an include path; `shared/src/hooks.rs` is not a mention of
+//!    `src/hooks.rs`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::diff;
+use crate::flags::Flags;
+use crate::lessons::{self, Lesson};
+use crate::markdown::{self, Selector};
+use crate::pages::{self, BOOK_SRC};
+use crate::shell::{self, Cargo};
+
+/// One thing wrong, with where and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Repository-relative file, with `:line` when known.
+    pub place: String,
+    /// After a file: a verb phrase ("is stale: run …"); after a line: what
+    /// is wrong there.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // "docs/src/x.md is stale: …", but "docs/src/x.md:12: link to …".
+        let separator = if self.place.contains(':') { ": " } else { " " };
+        write!(f, "{}{separator}{}", self.place, self.message)
+    }
+}
+
+fn problem(place: impl Into<String>, message: impl Into<String>) -> Problem {
+    Problem {
+        place: place.into(),
+        message: message.into(),
+    }
+}
+
+/// Runs every check on the repository at `root`.
+pub fn run(root: &Path) -> Result<Vec<Problem>> {
+    let lessons = lessons::discover(root)?;
+    let generated = pages::render_all(root)?;
+    let mut problems = Vec::new();
+    generated_pages(root, &generated, &mut problems)?;
+    chapters(root, &lessons, &mut problems)?;
+    let book_pages = book_pages(root)?;
+    // Flags every lesson has, from `shared` (its `CommonArgs`).
+    let mut shared_flags = Flags::default();
+    shared_flags.scan(&lessons::rust_sources(&root.join("shared"))?);
+    let changes_dir = format!("{BOOK_SRC}/changes/");
+    for (path, text) in &book_pages {
+        // Generated pages (and leftovers in their directory, reported above)
+        // are not hand-written.
+        if generated.contains_key(path) || path.starts_with(&changes_dir) {
+            continue;
+        }
+        includes(root, path, text, &mut problems);
+        links(root, path, text, &generated, &mut problems);
+        commands(path, text, &lessons, &shared_flags, &mut problems)?;
+    }
+    // Links inside generated pages are checked as they will be written.
+    for (path, text) in &generated {
+        links(root, path, text, &generated, &mut problems);
+    }
+    copy_forward(root, &lessons, &mut problems)?;
+    Ok(problems)
+}
+
+/// Rule 1.
+fn generated_pages(
+    root: &Path,
+    generated: &BTreeMap<String, String>,
+    problems: &mut Vec<Problem>,
+) -> Result<()> {
+    for (path, why) in pages::stale(root, generated) {
+        problems.push(problem(path, format!("{why}: run `cargo xtask docs`")));
+    }
+    for path in pages::orphans(root, generated)? {
+        problems.push(problem(
+            path,
+            "belongs to no lesson crate: run `cargo xtask docs` (it removes the page)",
+        ));
+    }
+    Ok(())
+}
+
+/// Rule 2.
+fn chapters(root: &Path, lessons: &[Lesson], problems: &mut Vec<Problem>) -> Result<()> {
+    let src = root.join(BOOK_SRC);
+    for lesson in lessons {
+        if !src.join(lesson.chapter_file()).is_file() {
+            problems.push(problem(
+                format!("crates/{}", lesson.name),
+                format!("has no chapter: write {BOOK_SRC}/{}", lesson.chapter_file()),
+            ));
+        }
+    }
+    let Ok(entries) = std::fs::read_dir(&src) else {
+        return Ok(());
+    };
+    let mut names: Vec<String> = entries
+        .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<std::io::Result<_>>()?;
+    names.sort();
+    for name in names {
+        let Some(stem) = name.strip_suffix(".md") else {
+            continue;
+        };
+        if lessons::lesson_number(stem).is_some() && !lessons.iter().any(|l| l.name == stem) {
+            problems.push(problem(
+                format!("{BOOK_SRC}/{name}"),
+                format!(
+                    "has no lesson crate crates/{stem}: name the chapter after its crate ({}) or remove it",
+                    lessons
+                        .iter()
+                        .map(Lesson::chapter_file)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every markdown file under `docs/src`: repository-relative path → text.
+fn book_pages(root: &Path) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    let mut pending = vec![root.join(BOOK_SRC)];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry?.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "md") {
+                out.insert(relative(root, &path), std::fs::read_to_string(&path)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// `base/../x` → `x`, without touching the file system.
+fn join_lexically(base: &Path, link: &str) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in base.join(link).components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The directory of a repository-relative page, as a repository-relative path.
+fn page_dir(page: &str) -> PathBuf {
+    Path::new(page)
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// Rule 3.
+fn includes(root: &Path, page: &str, text: &str, problems: &mut Vec<Problem>) {
+    for include in markdown::includes(text) {
+        let place = format!("{page}:{}", include.line);
+        let target = join_lexically(&page_dir(page), &include.path);
+        let shown = target.to_string_lossy().into_owned();
+        let Ok(content) = std::fs::read_to_string(root.join(&target)) else {
+            problems.push(problem(
+                place,
+                format!(
+                    "{{{{#include {}}}}}: no such file {shown}: fix the path (it is relative to the page)",
+                    include.path
+                ),
+            ));
+            continue;
+        };
+        match include.selector {
+            Selector::All => {}
+            Selector::Anchor(name) => {
+                let has = |marker: &str| {
+                    content
+                        .lines()
+                        .any(|line| anchor_in(line, marker) == Some(&*name))
+                };
+                if !has("ANCHOR:") {
+                    problems.push(problem(
+                        place,
+                        format!(
+                            "{shown} has no `ANCHOR: {name}`: put `// ANCHOR: {name}` and `// ANCHOR_END: {name}` around the code to show, or fix the name"
+                        ),
+                    ));
+                } else if !has("ANCHOR_END:") {
+                    problems.push(problem(
+                        place,
+                        format!(
+                            "{shown} has `ANCHOR: {name}` but no `ANCHOR_END: {name}`: add it where the snippet ends"
+                        ),
+                    ));
+                }
+            }
+            Selector::Lines(start, end) => {
+                let count = content.lines().count();
+                let bad = [start, end]
+                    .into_iter()
+                    .flatten()
+                    .any(|n| n == 0 || n > count)
+                    || matches!((start, end), (Some(s), Some(e)) if s > e);
+                if bad {
+                    problems.push(problem(
+                        place,
+                        format!(
+                            "line range {}:{} is outside {shown} ({count} lines): fix the range, or use an anchor, which follows edits",
+                            start.map(|n| n.to_string()).unwrap_or_default(),
+                            end.map(|n| n.to_string()).unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The anchor name a line declares with `marker` (mdBook's reading).
+fn anchor_in<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
+    line.match_indices(marker).find_map(|(at, _)| {
+        let rest = line[at + marker.len()..].trim_start();
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+            .unwrap_or(rest.len());
+        (end > 0).then(|| &rest[..end])
+    })
+}
+
+/// Rule 4.
+fn links(
+    root: &Path,
+    page: &str,
+    text: &str,
+    generated: &BTreeMap<String, String>,
+    problems: &mut Vec<Problem>,
+) {
+    for link in markdown::links(text) {
+        let dest = link.dest.as_str();
+        let external =
+            dest.contains("://") || dest.starts_with("mailto:") || dest.starts_with("//");
+        if external || dest.is_empty() {
+            continue;
+        }
+        let place = format!("{page}:{}", link.line);
+        if dest.starts_with('/') {
+            problems.push(problem(
+                place,
+                format!("link to {dest}: an absolute path breaks when the book is served under a prefix: make it relative to the page"),
+            ));
+            continue;
+        }
+        let (file, fragment) = match dest.split_once('#') {
+            Some((file, fragment)) => (file, Some(fragment)),
+            None => (dest, None),
+        };
+        let file = file.replace("%20", " ");
+        let target = if file.is_empty() {
+            PathBuf::from(page)
+        } else {
+            join_lexically(&page_dir(page), &file)
+        };
+        // mdBook serves `x.md` as `x.html`; both spellings link to the page.
+        let target = match target.extension() {
+            Some(ext) if ext == "html" => target.with_extension("md"),
+            _ => target,
+        };
+        let shown = relative(Path::new(""), &target);
+        if !target.starts_with(BOOK_SRC) {
+            problems.push(problem(
+                place,
+                format!("link to {dest}: {shown} is outside {BOOK_SRC}, so the built book does not have it: show code with {{{{#include}}}}, or link to a page of the book"),
+            ));
+            continue;
+        }
+        let generated_text = generated.get(&shown);
+        if generated_text.is_none() && !root.join(&target).exists() {
+            problems.push(problem(
+                place,
+                format!("link to {dest}: no such file {shown}: fix the link (it is relative to the page)"),
+            ));
+            continue;
+        }
+        let Some(fragment) = fragment.filter(|f| !f.is_empty()) else {
+            continue;
+        };
+        if target.extension().is_none_or(|ext| ext != "md") {
+            continue;
+        }
+        let target_text = match generated_text {
+            Some(text) => text.clone(),
+            None => std::fs::read_to_string(root.join(&target)).unwrap_or_default(),
+        };
+        if !markdown::heading_ids(&target_text).contains(fragment) {
+            problems.push(problem(
+                place,
+                format!("link to {dest}: {shown} has no heading with id `{fragment}`: link to an existing heading (ids are the heading text, lower case, spaces as `-`)"),
+            ));
+        }
+    }
+}
+
+/// Rule 5.
+fn commands(
+    page: &str,
+    text: &str,
+    lessons: &[Lesson],
+    shared_flags: &Flags,
+    problems: &mut Vec<Problem>,
+) -> Result<()> {
+    let names = || {
+        lessons
+            .iter()
+            .map(|l| l.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for block in markdown::shell_blocks(text) {
+        let place = format!("{page}:{}", block.line);
+        for words in shell::commands(&block.code) {
+            match shell::cargo(&words) {
+                Some(Cargo::Run(run)) => {
+                    let Some(lesson) = lessons.iter().find(|l| l.name == run.package) else {
+                        problems.push(problem(
+                            &place,
+                            format!(
+                                "`cargo run -p {}`: there is no lesson crate {}: use one of {}",
+                                run.package,
+                                run.package,
+                                names()
+                            ),
+                        ));
+                        continue;
+                    };
+                    let mut flags = shared_flags.clone();
+                    flags.scan(&lessons::rust_sources(&lesson.dir)?);
+                    for bad in unknown_flags(&flags, &run.args) {
+                        problems.push(problem(
+                            &place,
+                            format!(
+                                "`cargo run -p {} -- … {bad}`: {} has no flag {bad}: use one of {}",
+                                run.package,
+                                run.package,
+                                known_flags(&flags)
+                            ),
+                        ));
+                    }
+                }
+                Some(Cargo::XtaskDiff(named)) => {
+                    for name in named {
+                        if lessons::find(lessons, &name).is_err() {
+                            problems.push(problem(
+                                &place,
+                                format!(
+                                    "`cargo xtask diff`: there is no lesson {name}: use one of {}",
+                                    names()
+                                ),
+                            ));
+                        }
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The flags in `args` that the binary does not accept.
+fn unknown_flags(flags: &Flags, args: &[String]) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, inline_value) = match long.split_once('=') {
+                Some((name, _)) => (name, true),
+                None => (long, false),
+            };
+            match flags.long.get(name) {
+                Some(true) if !inline_value => {
+                    args.next();
+                }
+                Some(_) => {}
+                None => bad.push(format!("--{name}")),
+            }
+        } else if let Some(shorts) = arg.strip_prefix('-').filter(|s| !s.is_empty()) {
+            for (at, c) in shorts.char_indices() {
+                match flags.short.get(&c) {
+                    Some(true) => {
+                        // The rest of the word, or else the next word, is the value.
+                        if at + c.len_utf8() == shorts.len() {
+                            args.next();
+                        }
+                        break;
+                    }
+                    Some(false) => {}
+                    None => {
+                        bad.push(format!("-{c}"));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    bad
+}
+
+fn known_flags(flags: &Flags) -> String {
+    let mut all: Vec<String> = flags.long.keys().map(|l| format!("--{l}")).collect();
+    all.extend(flags.short.keys().map(|s| format!("-{s}")));
+    all.join(", ")
+}
+
+/// Rule 6.
+fn copy_forward(root: &Path, lessons: &[Lesson], problems: &mut Vec<Problem>) -> Result<()> {
+    let names: Vec<&str> = lessons.iter().map(|l| l.name.as_str()).collect();
+    for lesson in lessons {
+        let Some(previous) = lessons::previous(lessons, lesson) else {
+            continue;
+        };
+        let chapter_path = format!("{BOOK_SRC}/{}", lesson.chapter_file());
+        // A missing chapter is reported by rule 2 already.
+        let Ok(chapter) = std::fs::read_to_string(root.join(&chapter_path)) else {
+            continue;
+        };
+        for change in diff::compare(previous, lesson)? {
+            if !mentions(&chapter, &change.path, &names) {
+                problems.push(problem(
+                    &chapter_path,
+                    format!(
+                        "does not mention {} ({} since {}): say in the chapter what changed there, or make the file identical to {}'s (see `cargo xtask diff {}`)",
+                        change.path,
+                        change.status.word(),
+                        previous.name,
+                        previous.name,
+                        lesson.id()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `text` mentions the crate-relative `path` (see rule 6 in the
+/// module header).
+pub fn mentions(text: &str, path: &str, lesson_names: &[&str]) -> bool {
+    text.match_indices(path).any(|(at, _)| {
+        let before = &text[..at];
+        let starts_alone = match before.chars().next_back() {
+            None => true,
+            Some('/') => lesson_names
+                .iter()
+                .any(|name| before.ends_with(&format!("crates/{name}/"))),
+            Some(c) => !is_path_char(c),
+        };
+        let mut after = text[at + path.len()..].chars();
+        let ends_alone = match after.next() {
+            None => true,
+            // A full stop ends a sentence unless a name goes on after it.
+            Some('.') => !after.next().is_some_and(is_path_char),
+            Some(c) => !is_path_char(c),
+        };
+        starts_alone && ends_alone
+    })
+}
+
+fn is_path_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mention_must_be_the_crate_relative_path_itself() {
+        let names = ["s01_a", "s02_b"];
+        let yes = [
+            "We add `src/dispatch.rs`.",
+            "see src/dispatch.rs.",
+            "{{#include ../../crates/s02_b/src/dispatch.rs:map}}",
+            "(src/dispatch.rs)",
+        ];
+        for text in yes {
+            assert!(mentions(text, "src/dispatch.rs", &names), "{text}");
+        }
+        let no = [
+            "shared/src/dispatch.rs",
+            "src/dispatch.rs.bak",
+            "mysrc/dispatch.rs",
+            "src/dispatch.rsx",
+            "crates/other/src/dispatch.rs",
+            "all of `src/` changes",
+        ];
+        for text in no {
+            assert!(!mentions(text, "src/dispatch.rs", &names), "{text}");
+        }
+        assert!(mentions("the `Cargo.toml` gains", "Cargo.toml", &names));
+    }
+
+    #[test]
+    fn unknown_flags_skip_values_and_split_short_clusters() {
+        let mut flags = Flags::default();
+        flags.scan(&[(
+            "a.rs".into(),
+            "struct A { #[arg(short = 'p', long)] prompt: Option<String>, #[arg(short, long)] verbose: bool, #[arg(long)] demo: bool }".into(),
+        )]);
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(
+            unknown_flags(
+                &flags,
+                &args(&["-p", "--not-a-flag", "--demo", "-vp", "-x"])
+            )
+            .is_empty()
+        );
+        assert!(unknown_flags(&flags, &args(&["--prompt=--x", "-vpvalue", "-h"])).is_empty());
+        assert_eq!(
+            unknown_flags(&flags, &args(&["--model", "x", "-vq", "--demo=1"])),
+            ["--model", "-q"]
+        );
+    }
+
+    #[test]
+    fn anchors_are_read_like_mdbook_reads_them() {
+        assert_eq!(
+            anchor_in("    // ANCHOR: run_tool", "ANCHOR:"),
+            Some("run_tool")
+        );
+        assert_eq!(
+            anchor_in("<!-- ANCHOR_END:x-1 -->", "ANCHOR_END:"),
+            Some("x-1")
+        );
+        assert_eq!(anchor_in("// ANCHOR_END: x", "ANCHOR:"), None);
+    }
+}

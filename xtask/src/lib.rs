@@ -1,0 +1,28 @@
+//! The project's own tasks, run as `cargo xtask …` (an alias in
+//! `.cargo/config.toml`):
+//!
+//! - `diff`: what one lesson crate changed against another;
+//! - `docs`: regenerate the book's generated pages and build the book;
+//! - `check`: the book and the lessons agree (also run by `tests/book.rs`,
+//!   so `cargo test --workspace` catches the same problems).
+//!
+//! It is a library as well as a binary so that the checks run from a test.
+
+pub mod check;
+pub mod diff;
+pub mod docs;
+pub mod flags;
+pub mod lessons;
+pub mod markdown;
+pub mod pages;
+pub mod rust_items;
+pub mod shell;
+pub mod tools;
+
+use std::path::PathBuf;
+
+/// The repository root: the directory above this crate.
+pub fn repo_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}

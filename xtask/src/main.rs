@@ -1,0 +1,97 @@
+//! `cargo xtask`: see the library's documentation for what each task does.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::{Parser, Subcommand};
+use xtask::{check, diff, docs, lessons, repo_root};
+
+#[derive(Parser)]
+#[command(about = "Tasks of the Rust agent course: lesson diffs, the book, its checks.")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Diff two lesson crates (`diff s02` = the lesson before s02 against s02).
+    Diff {
+        /// The older lesson (s01, 1, s01_agent_loop), or the only one given.
+        from: String,
+        /// The newer lesson.
+        to: Option<String>,
+        /// Show a per-file summary instead of the diff.
+        #[arg(long)]
+        stat: bool,
+    },
+    /// Regenerate the book's generated pages and build the book into target/book.
+    Docs {
+        /// Serve the book on localhost with live reload instead of building once.
+        #[arg(long)]
+        serve: bool,
+    },
+    /// Check that the book and the lessons agree (no mdBook needed).
+    Check,
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let root = repo_root();
+    match cli.task {
+        Task::Diff { from, to, stat } => {
+            let all = lessons::discover(&root)?;
+            let (old, new) = match to {
+                Some(to) => (lessons::find(&all, &from)?, lessons::find(&all, &to)?),
+                None => {
+                    let new = lessons::find(&all, &from)?;
+                    let Some(old) = lessons::previous(&all, new) else {
+                        bail!("{new} is the first lesson: name two lessons to compare");
+                    };
+                    (old, new)
+                }
+            };
+            let changes = diff::compare(old, new)?;
+            let text = if stat {
+                diff::stat(&changes)
+            } else {
+                diff::unified(&changes)
+            };
+            let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            let text = if colour { diff::colour(&text) } else { text };
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`| head`) is not an error worth reporting.
+            let _ = stdout.write_all(text.as_bytes());
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::Docs { serve } => {
+            for path in docs::generate(&root)? {
+                eprintln!("wrote {path}");
+            }
+            docs::build(&root, serve)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::Check => {
+            let problems = check::run(&root)?;
+            if problems.is_empty() {
+                eprintln!("book and lessons agree");
+                return Ok(ExitCode::SUCCESS);
+            }
+            for problem in &problems {
+                eprintln!("{problem}");
+            }
+            eprintln!("{} problem(s)", problems.len());
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
