@@ -143,6 +143,8 @@ pub fn summary(infos: &[LessonInfo]) -> String {
             info.lesson.changes_file()
         );
     }
+    // Suffix chapters: hand-written pages about the course as a whole.
+    out.push_str("\n[Benchmarks](benchmarks.md)\n");
     out
 }
 
@@ -212,6 +214,8 @@ fn lessons_page(
             info.lesson.changes_file()
         );
     }
+    // Suffix chapters: hand-written pages about the course as a whole.
+    out.push_str("\n[Benchmarks](benchmarks.md)\n");
     out
 }
 
