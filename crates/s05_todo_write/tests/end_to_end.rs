@@ -108,7 +108,7 @@ async fn demo_model_plans_then_edits_with_real_tools_without_a_key() {
         dir.path(),
         &[
             "-p",
-            "add type hints, docstrings and a main guard to hello.py",
+            "add type hints, docstrings and a main guard to greet.py",
         ],
         &[],
     )
@@ -126,7 +126,7 @@ async fn demo_model_plans_then_edits_with_real_tools_without_a_key() {
     let finished = stdout.find("[✓] Add a main guard").unwrap();
     assert!(planned < started && started < finished, "{stdout}");
     // The edits really happened, on the file the demo created.
-    let hello = std::fs::read_to_string(dir.path().join("hello.py")).unwrap();
+    let hello = std::fs::read_to_string(dir.path().join("greet.py")).unwrap();
     assert!(hello.contains("def greet(name: str) -> str:"), "{hello}");
     assert!(hello.contains("if __name__ == \"__main__\":"), "{hello}");
 }

@@ -427,7 +427,7 @@ async fn the_demo_script_plans_edits_and_gets_reminded() {
             assert!(!is_error, "{text}");
         }
     }
-    let hello = std::fs::read_to_string(dir.path().join("hello.py")).unwrap();
+    let hello = std::fs::read_to_string(dir.path().join("greet.py")).unwrap();
     for expected in [
         "def greet(name: str) -> str:",
         "\"\"\"Return a greeting for `name`.\"\"\"",
