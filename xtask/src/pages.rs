@@ -124,7 +124,39 @@ pub fn render_all(root: &Path) -> Result<BTreeMap<String, String>> {
         format!("{BOOK_SRC}/lessons.md"),
         lessons_page(&infos, &chapters, &diffs),
     );
-    pages.insert(format!("{BOOK_SRC}/SUMMARY.md"), summary(&infos));
+    let mut summary = summary(&infos);
+    for (title, file) in suffix_pages(root)? {
+        let _ = write!(summary, "\n[{}]({file})\n", escape_link_text(&title));
+    }
+    pages.insert(format!("{BOOK_SRC}/SUMMARY.md"), summary);
+    Ok(pages)
+}
+
+/// Hand-written pages about the course as a whole (`docs/src/*.md` that are
+/// neither a chapter nor a fixed page), listed after the lessons in file
+/// name order, each titled by its first `# ` heading.
+fn suffix_pages(root: &Path) -> Result<Vec<(String, String)>> {
+    let fixed = ["SUMMARY.md", "introduction.md", "lessons.md"];
+    let chapters: Vec<String> = lessons::discover(root)?
+        .iter()
+        .map(|lesson| lesson.chapter_file())
+        .collect();
+    let mut pages = Vec::new();
+    for entry in std::fs::read_dir(root.join(BOOK_SRC))? {
+        let name = entry?.file_name().to_string_lossy().to_string();
+        if !name.ends_with(".md") || fixed.contains(&name.as_str()) || chapters.contains(&name) {
+            continue;
+        }
+        let text = std::fs::read_to_string(root.join(BOOK_SRC).join(&name))?;
+        let title = text
+            .lines()
+            .find_map(|line| line.strip_prefix("# "))
+            .unwrap_or(name.trim_end_matches(".md"))
+            .trim()
+            .to_string();
+        pages.push((title, name));
+    }
+    pages.sort_by(|a, b| a.1.cmp(&b.1));
     Ok(pages)
 }
 
@@ -143,8 +175,6 @@ pub fn summary(infos: &[LessonInfo]) -> String {
             info.lesson.changes_file()
         );
     }
-    // Suffix chapters: hand-written pages about the course as a whole.
-    out.push_str("\n[Benchmarks](benchmarks.md)\n");
     out
 }
 
@@ -214,8 +244,6 @@ fn lessons_page(
             info.lesson.changes_file()
         );
     }
-    // Suffix chapters: hand-written pages about the course as a whole.
-    out.push_str("\n[Benchmarks](benchmarks.md)\n");
     out
 }
 
