@@ -153,30 +153,13 @@ fn chapters(root: &Path, lessons: &[Lesson], problems: &mut Vec<Problem>) -> Res
 /// Every markdown file under `docs/src`: repository-relative path → text.
 fn book_pages(root: &Path) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
-    let mut pending = vec![root.join(BOOK_SRC)];
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry?.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "md") {
-                out.insert(relative(root, &path), std::fs::read_to_string(&path)?);
-            }
-        }
+    for path in lessons::files_with_extension(&root.join(BOOK_SRC), "md")? {
+        out.insert(
+            lessons::relative_path(root, &path),
+            std::fs::read_to_string(&path)?,
+        );
     }
     Ok(out)
-}
-
-fn relative(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// `base/../x` → `x`, without touching the file system.
@@ -313,7 +296,7 @@ fn links(
             Some(ext) if ext == "html" => target.with_extension("md"),
             _ => target,
         };
-        let shown = relative(Path::new(""), &target);
+        let shown = lessons::relative_path(Path::new(""), &target);
         if !target.starts_with(BOOK_SRC) {
             problems.push(problem(
                 place,

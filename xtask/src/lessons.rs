@@ -210,9 +210,33 @@ pub fn files(lesson: &Lesson) -> Result<BTreeMap<String, Content>> {
 
 /// The Rust sources under `src/` of a crate directory, sorted by path.
 pub fn rust_sources(crate_dir: &Path) -> Result<Vec<(String, String)>> {
-    let src = crate_dir.join("src");
     let mut out = Vec::new();
-    let mut pending = vec![src.clone()];
+    for path in files_with_extension(&crate_dir.join("src"), "rs")? {
+        let relative = relative_path(crate_dir, &path);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        out.push((relative, text));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// `path` relative to `root`, with `/` separators (the whole path if it is
+/// not under `root`).
+pub fn relative_path(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .components()
+        .map(|part| part.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Every file under `dir` (recursively) whose extension is `extension`,
+/// in no particular order. A directory that cannot be read is skipped.
+pub fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -221,20 +245,11 @@ pub fn rust_sources(crate_dir: &Path) -> Result<Vec<(String, String)>> {
             let path = entry?.path();
             if path.is_dir() {
                 pending.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "rs") {
-                let relative = path
-                    .strip_prefix(crate_dir)?
-                    .components()
-                    .map(|part| part.as_os_str().to_string_lossy())
-                    .collect::<Vec<_>>()
-                    .join("/");
-                let text = std::fs::read_to_string(&path)
-                    .with_context(|| format!("reading {}", path.display()))?;
-                out.push((relative, text));
+            } else if path.extension().is_some_and(|ext| ext == extension) {
+                out.push(path);
             }
         }
     }
-    out.sort();
     Ok(out)
 }
 
