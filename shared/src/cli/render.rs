@@ -107,16 +107,82 @@ pub fn describe_input(call: &ToolUse) -> String {
     truncate_chars(&summary.unwrap_or_else(|| call.input.to_string()), 200)
 }
 
-impl Observer for TerminalPrinter {
-    fn event(&mut self, event: Event<'_>) {
-        let mut out = std::io::stdout().lock();
+impl TerminalPrinter {
+    /// Writes one event to `out`; the terminal passes standard output.
+    fn write_event(&mut self, out: &mut impl Write, event: Event<'_>) {
         match event {
-            Event::Delta(Delta::Text(text)) => self.text(&mut out, text),
+            Event::Delta(Delta::Text(text)) => self.text(out, text),
             Event::Delta(Delta::Thinking(_) | Delta::ToolUseStart { .. }) => {}
-            Event::ReplyDone => self.end_line(&mut out),
-            Event::ToolCall(call) => self.tool_call(&mut out, call),
-            Event::ToolResult(_, result) => self.tool_result(&mut out, result),
+            Event::ReplyDone => self.end_line(out),
+            Event::ToolCall(call) => self.tool_call(out, call),
+            Event::ToolResult(_, result) => self.tool_result(out, result),
         }
         let _ = out.flush();
+    }
+}
+
+impl Observer for TerminalPrinter {
+    fn event(&mut self, event: Event<'_>) {
+        self.write_event(&mut std::io::stdout().lock(), event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn render(printer: &mut TerminalPrinter, events: &[Event<'_>]) -> String {
+        printer.colour = false;
+        let mut out = Vec::new();
+        for event in events {
+            printer.write_event(&mut out, *event);
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_prefix_starts_every_line_of_text_tool_calls_and_errors() {
+        let call = ToolUse {
+            id: "t1".into(),
+            name: "bash".into(),
+            input: json!({"command": "rm -rf x"}),
+        };
+        let denied = ToolResult::error("t1", "Permission denied\nsecond line");
+        let mut printer = TerminalPrinter::with_prefix("[sub] ");
+        let text = render(
+            &mut printer,
+            &[
+                Event::Delta(Delta::Text("one\ntw")),
+                Event::Delta(Delta::Text("o")),
+                Event::ReplyDone,
+                Event::ToolCall(&call),
+                Event::ToolResult(&call, &denied),
+            ],
+        );
+        assert_eq!(
+            text,
+            "[sub] one\n[sub] two\n[sub] > bash: rm -rf x\n[sub]   error: Permission denied\n[sub]   second line\n"
+        );
+    }
+
+    #[test]
+    fn results_are_previewed_not_printed_whole() {
+        let call = ToolUse {
+            id: "t1".into(),
+            name: "read_file".into(),
+            input: json!({"path": "big.txt"}),
+        };
+        let big = ToolResult::ok("t1", "x".repeat(10_000));
+        let text = render(
+            &mut TerminalPrinter::new(),
+            &[Event::ToolCall(&call), Event::ToolResult(&call, &big)],
+        );
+        assert!(text.starts_with("> read_file: big.txt\n"), "{text}");
+        assert!(
+            text.chars().count() < RESULT_PREVIEW_CHARS + 50,
+            "{}",
+            text.len()
+        );
     }
 }
