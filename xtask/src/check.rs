@@ -18,18 +18,32 @@
 //! 5. Each `cargo run -p CRATE -- FLAGS` in a shell block names a lesson
 //!    crate and only flags that lesson accepts (see [`crate::flags`]); each
 //!    `cargo xtask diff` names existing lessons.
-//! 6. Copy-forward: every file that differs between lesson N-1 and lesson N
-//!    (after normalisation, see [`crate::lessons`]) or exists in only one is
-//!    mentioned in chapter N by its crate-relative path (`src/dispatch.rs`).
-//!    A mention counts standing alone or right after `crates/<lesson>/`, as
-//!    in an include path; `shared/src/hooks.rs` is not a mention of
-//!    `src/hooks.rs`.
+//! 6. Copy-forward: every file outside `tests/` that differs between lesson
+//!    N-1 and lesson N (after normalisation, see [`crate::lessons`]) or
+//!    exists in only one is mentioned in chapter N by its crate-relative path
+//!    (`src/dispatch.rs`). A mention counts standing alone or right after
+//!    `crates/<lesson>/`, as in an include path; `shared/src/hooks.rs` is not
+//!    a mention of `src/hooks.rs`. Tests are left to rule 7: inherited test
+//!    modules may not differ at all, and the wiring files differ by design.
+//! 7. Inherited tests: a lesson's tests are one binary, `tests/it/main.rs`,
+//!    with one module per mechanism (`tests/it/dispatch.rs`) and the
+//!    lesson's own wiring (`tests/it/support.rs`, `tests/it/demo.rs`, or
+//!    `support/` and `demo/` directories). Every file under `tests/it/` of
+//!    lesson N-1 except that wiring, `main.rs` and `snapshots/` (insta
+//!    output) exists in lesson N byte for byte, with no normalisation; so
+//!    such a file must not name its crate (`s05_todo_write`): only `main.rs`
+//!    may, as `extern crate s05_todo_write as lesson;` and in `BIN`. A
+//!    lesson without `tests/it/` is still on the old layout and is skipped.
+//! 8. One test binary: a lesson with `tests/it/main.rs` has no other test
+//!    target in `tests/` (a top-level `tests/*.rs`, or another
+//!    `tests/*/main.rs`), since cargo builds each as a binary of its own;
+//!    and a `tests/it/` directory has a `main.rs`.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::diff;
 use crate::flags::Flags;
@@ -90,6 +104,8 @@ pub fn run(root: &Path) -> Result<Vec<Problem>> {
         links(root, path, text, &generated, &mut problems);
     }
     copy_forward(root, &lessons, &mut problems)?;
+    inherited_tests(&lessons, &mut problems)?;
+    one_test_binary(&lessons, &mut problems)?;
     Ok(problems)
 }
 
@@ -458,6 +474,10 @@ fn copy_forward(root: &Path, lessons: &[Lesson], problems: &mut Vec<Problem>) ->
             continue;
         };
         for change in diff::compare(previous, lesson)? {
+            // Tests are rule 7's.
+            if change.path.starts_with("tests/") {
+                continue;
+            }
             if !mentions(&chapter, &change.path, &names) {
                 problems.push(problem(
                     &chapter_path,
@@ -501,6 +521,177 @@ pub fn mentions(text: &str, path: &str, lesson_names: &[&str]) -> bool {
 
 fn is_path_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')
+}
+
+/// Where a lesson's one test binary lives, crate-relative.
+const TEST_BINARY: &str = "tests/it";
+
+/// Whether a file under `tests/it/` (relative to it) is the lesson's own
+/// wiring rather than an inherited module (see rule 7).
+fn is_wiring(relative: &str) -> bool {
+    matches!(relative, "main.rs" | "support.rs" | "demo.rs")
+        || relative.starts_with("support/")
+        || relative.starts_with("demo/")
+}
+
+/// The inherited files of a lesson's test binary: path relative to
+/// `tests/it/` → bytes. `None` when the lesson has no `tests/it/`.
+fn test_modules(lesson: &Lesson) -> Result<Option<BTreeMap<String, Vec<u8>>>> {
+    let dir = lesson.dir.join(TEST_BINARY);
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let mut out = BTreeMap::new();
+    for path in lessons::all_files(&dir)? {
+        let relative = lessons::relative_path(&dir, &path);
+        if is_wiring(&relative) || !lessons::is_lesson_file(Path::new(&relative)) {
+            continue;
+        }
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        out.insert(relative, bytes);
+    }
+    Ok(Some(out))
+}
+
+/// The 1-based number of the first line where `a` and `b` differ.
+fn first_different_line(a: &[u8], b: &[u8]) -> usize {
+    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    a[..same].iter().filter(|&&byte| byte == b'\n').count() + 1
+}
+
+/// Rule 7.
+fn inherited_tests(lessons: &[Lesson], problems: &mut Vec<Problem>) -> Result<()> {
+    let modules: BTreeMap<&str, BTreeMap<String, Vec<u8>>> = lessons
+        .iter()
+        .filter_map(|lesson| {
+            test_modules(lesson)
+                .map(|found| found.map(|files| (lesson.name.as_str(), files)))
+                .transpose()
+        })
+        .collect::<Result<_>>()?;
+    for lesson in lessons {
+        let Some(own) = modules.get(lesson.name.as_str()) else {
+            continue;
+        };
+        let place = |path: &str| format!("crates/{}/{TEST_BINARY}/{path}", lesson.name);
+        for (path, bytes) in own {
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                continue;
+            };
+            if let Some(line) = text.lines().position(|line| line.contains(&lesson.name)) {
+                problems.push(problem(
+                    format!("{}:{}", place(path), line + 1),
+                    format!(
+                        "names the crate {}: only {TEST_BINARY}/main.rs may name it, so that the module can be copied to the next lesson unchanged: write `lesson::…` (main.rs has `extern crate {} as lesson;`) and `crate::BIN` for the binary",
+                        lesson.name, lesson.name
+                    ),
+                ));
+            }
+        }
+        let Some(previous) = lessons::previous(lessons, lesson) else {
+            continue;
+        };
+        let Some(inherited) = modules.get(previous.name.as_str()) else {
+            continue;
+        };
+        for (path, old) in inherited {
+            let old_place = format!("crates/{}/{TEST_BINARY}/{path}", previous.name);
+            match own.get(path) {
+                None => {
+                    let declare = if path.ends_with(".rs") {
+                        " (and declare the module in main.rs)"
+                    } else {
+                        ""
+                    };
+                    problems.push(problem(
+                        place(path),
+                        format!(
+                            "is missing, but {old_place} has it: inherited test modules must stay identical in every later lesson: copy it forward{declare}"
+                        ),
+                    ));
+                }
+                Some(new) if new != old => {
+                    // Walk back to the lesson that introduced the module.
+                    let mut introduced = previous;
+                    while let Some(earlier) =
+                        lessons::previous(lessons, introduced).filter(|earlier| {
+                            modules
+                                .get(earlier.name.as_str())
+                                .is_some_and(|files| files.contains_key(path))
+                        })
+                    {
+                        introduced = earlier;
+                    }
+                    problems.push(problem(
+                        place(path),
+                        format!(
+                            "differs from {old_place} (first difference: line {}): inherited test modules must stay identical in every later lesson: make the change in crates/{}/{TEST_BINARY}/{path}, where {} introduced it, and copy it forward; what only this lesson needs goes in {TEST_BINARY}/support.rs",
+                            first_different_line(old, new),
+                            introduced.name,
+                            introduced.id()
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rule 8.
+fn one_test_binary(lessons: &[Lesson], problems: &mut Vec<Problem>) -> Result<()> {
+    for lesson in lessons {
+        let tests = lesson.dir.join("tests");
+        let it = lesson.dir.join(TEST_BINARY);
+        if !it.is_dir() {
+            continue;
+        }
+        let crate_dir = format!("crates/{}", lesson.name);
+        if !it.join("main.rs").is_file() {
+            problems.push(problem(
+                format!("{crate_dir}/{TEST_BINARY}"),
+                format!(
+                    "has no main.rs, so cargo builds no test from it: write {TEST_BINARY}/main.rs (it names the crate and declares the modules)"
+                ),
+            ));
+            continue;
+        }
+        let mut extra = Vec::new();
+        for entry in
+            std::fs::read_dir(&tests).with_context(|| format!("reading {}", tests.display()))?
+        {
+            let path = entry?.path();
+            let name = path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let is_target = if path.is_dir() {
+                name != "it" && path.join("main.rs").is_file()
+            } else {
+                path.extension().is_some_and(|ext| ext == "rs")
+            };
+            if is_target {
+                extra.push(if path.is_dir() {
+                    format!("{name}/main.rs")
+                } else {
+                    name
+                });
+            }
+        }
+        extra.sort();
+        for name in extra {
+            let module = name.trim_end_matches("/main.rs").trim_end_matches(".rs");
+            problems.push(problem(
+                format!("{crate_dir}/tests/{name}"),
+                format!(
+                    "is a test binary of its own next to {TEST_BINARY}/main.rs: make it a module of that one binary, {TEST_BINARY}/{module}.rs with `mod {module};` in main.rs"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

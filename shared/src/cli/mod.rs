@@ -13,6 +13,7 @@
 //! an API error prints one line and leaves the REPL running.
 
 mod args;
+mod ask;
 mod render;
 mod repl;
 
@@ -23,12 +24,14 @@ use anyhow::Context;
 use clap::Parser;
 
 pub use args::{CommonArgs, LessonArgs};
+pub use ask::{TerminalAnswer, ask_yes_no, show_answered};
 pub use render::{TerminalPrinter, describe_input};
 
 use crate::agent::{Agent, TurnError};
 use crate::hooks::Hooks;
 use crate::model::Model;
 use crate::model::config::select_model;
+use crate::notice::Notices;
 use crate::protocol::Message;
 use crate::tools::Workspace;
 use tokio_util::sync::CancellationToken;
@@ -50,6 +53,21 @@ pub struct Setup {
     pub workspace: Workspace,
     pub model: Arc<dyn Model>,
     pub model_id: String,
+    /// Where the lesson's mechanisms emit their notices; the agent must
+    /// relay this same queue (`Agent::with_notices`).
+    pub notices: Notices,
+}
+
+impl Setup {
+    /// A setup with a fresh notice queue.
+    pub fn new(workspace: Workspace, model: Arc<dyn Model>, model_id: impl Into<String>) -> Self {
+        Self {
+            workspace,
+            model,
+            model_id: model_id.into(),
+            notices: Notices::new(),
+        }
+    }
 }
 
 /// Parses [`LessonArgs`] and runs the lesson. For lessons without flags of
@@ -102,11 +120,7 @@ where
     };
     let workspace = Workspace::new(&root)
         .with_context(|| format!("cannot open the workspace {}", root.display()))?;
-    let mut agent = build(Setup {
-        workspace,
-        model: selected.model,
-        model_id: selected.model_id,
-    })?;
+    let mut agent = build(Setup::new(workspace, selected.model, selected.model_id))?;
 
     let mut history = Vec::new();
     match &args.prompt {

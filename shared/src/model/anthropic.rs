@@ -32,8 +32,8 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderValue};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::config::{Secret, Timeouts};
 use super::sse::{self, SseStream};
+use super::transport::{Secret, Timeouts};
 use super::{BoxFuture, DeltaSink, Model};
 use crate::error::ApiError;
 use crate::protocol::{ContentBlock, Delta, Request, Response, StopReason, ToolUse, Usage};

@@ -329,12 +329,206 @@ fn every_file_that_differs_between_lessons_is_mentioned_in_the_chapter() {
     );
     // ...but a file that exists in one lesson only is.
     write(root, "crates/s01_first/demo.json", "{}\n");
+    // Tests are not: rule 7 covers them.
+    write(
+        root,
+        "crates/s02_second/tests/end_to_end.rs",
+        "#[test]\nfn runs() {}\n",
+    );
     xtask::docs::generate(root).unwrap();
     assert_eq!(
         problems(root),
         [
             "docs/src/s02_second.md does not mention demo.json (removed since s01_first): say in the chapter what changed there, or make the file identical to s01_first's (see `cargo xtask diff s02`)",
             "docs/src/s02_second.md does not mention src/todo.rs (added since s01_first): say in the chapter what changed there, or make the file identical to s01_first's (see `cargo xtask diff s02`)",
+        ]
+    );
+}
+
+/// A test module every lesson inherits unchanged.
+const DISPATCH_TEST: &str = r#"//! The dispatch map, through the real loop.
+
+use crate::support;
+
+#[test]
+fn every_tool_is_dispatched() {
+    let hooks = support::hooks();
+    assert!(!hooks.tools().is_empty());
+}
+"#;
+
+/// Puts the fixture's lessons on the one-test-binary layout: the same
+/// `dispatch.rs` in both, and wiring (`main.rs`, `support.rs`, `demo.rs`)
+/// and snapshots of their own; then regenerates the pages.
+fn with_test_binaries(root: &Path) {
+    for name in ["s01_first", "s02_second"] {
+        let it = format!("crates/{name}/tests/it");
+        write(
+            root,
+            &format!("{it}/main.rs"),
+            &format!(
+                "extern crate {name} as lesson;\n\nconst BIN: &str = env!(\"CARGO_BIN_EXE_{name}\");\n\nmod demo;\nmod dispatch;\nmod support;\n"
+            ),
+        );
+        write(
+            root,
+            &format!("{it}/support.rs"),
+            &format!(
+                "pub fn hooks() -> lesson::hooks::LessonHooks {{\n    // {name}'s wiring\n    lesson::hooks::LessonHooks\n}}\n"
+            ),
+        );
+        write(
+            root,
+            &format!("{it}/demo.rs"),
+            &format!("#[test]\nfn demo() {{\n    // runs {name} --demo\n}}\n"),
+        );
+        write(root, &format!("{it}/dispatch.rs"), DISPATCH_TEST);
+        write(
+            root,
+            &format!("{it}/snapshots/it__dispatch__tools.snap"),
+            name,
+        );
+    }
+    xtask::docs::generate(root).unwrap();
+}
+
+/// Copies every file of `crates/{from}` to `crates/{to}`, renaming the crate
+/// in paths and contents.
+fn copy_lesson(root: &Path, from: &str, to: &str) {
+    let crates = root.join("crates");
+    let mut pending = vec![crates.join(from)];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            let relative = path.strip_prefix(&crates).unwrap().to_string_lossy();
+            let text = fs::read_to_string(&path).unwrap();
+            write(
+                root,
+                &format!("crates/{}", relative.replacen(from, to, 1)),
+                &text.replace(from, to),
+            );
+        }
+    }
+}
+
+#[test]
+fn identical_test_modules_and_lesson_wiring_pass() {
+    let dir = fixture();
+    let root = dir.path();
+    with_test_binaries(root);
+    // A mechanism's module is new in the lesson that introduces it.
+    write(
+        root,
+        "crates/s02_second/tests/it/todo.rs",
+        "//! The todo tool.\n\nuse lesson::todo;\n",
+    );
+    edit(
+        root,
+        "crates/s02_second/tests/it/main.rs",
+        "mod support;",
+        "mod support;\nmod todo;",
+    );
+    // A snapshot directory beside the binary is no test of its own.
+    write(root, "crates/s02_second/tests/snapshots/y.snap", "y");
+    xtask::docs::generate(root).unwrap();
+    // main.rs, support.rs, demo.rs and snapshots differ, and the chapter
+    // does not say so: tests are not copy-forward's business.
+    assert_eq!(problems(root), Vec::<String>::new());
+}
+
+#[test]
+fn a_test_module_changed_in_a_later_lesson_is_reported() {
+    let dir = fixture();
+    let root = dir.path();
+    with_test_binaries(root);
+    // A third lesson, the second's copy: the module came from s01.
+    copy_lesson(root, "s02_second", "s03_third");
+    write(root, "docs/src/s03_third.md", "# 3. The third\n");
+    xtask::docs::generate(root).unwrap();
+    assert_eq!(problems(root), Vec::<String>::new());
+    edit(
+        root,
+        "crates/s03_third/tests/it/dispatch.rs",
+        "is_empty());",
+        "is_empty(), \"no tools\");",
+    );
+    xtask::docs::generate(root).unwrap();
+    assert_eq!(
+        problems(root),
+        [
+            "crates/s03_third/tests/it/dispatch.rs differs from crates/s02_second/tests/it/dispatch.rs (first difference: line 8): inherited test modules must stay identical in every later lesson: make the change in crates/s01_first/tests/it/dispatch.rs, where s01 introduced it, and copy it forward; what only this lesson needs goes in tests/it/support.rs"
+        ]
+    );
+}
+
+#[test]
+fn a_test_module_missing_in_a_later_lesson_is_reported() {
+    let dir = fixture();
+    let root = dir.path();
+    with_test_binaries(root);
+    fs::remove_file(root.join("crates/s02_second/tests/it/dispatch.rs")).unwrap();
+    edit(
+        root,
+        "crates/s02_second/tests/it/main.rs",
+        "mod dispatch;\n",
+        "",
+    );
+    xtask::docs::generate(root).unwrap();
+    assert_eq!(
+        problems(root),
+        [
+            "crates/s02_second/tests/it/dispatch.rs is missing, but crates/s01_first/tests/it/dispatch.rs has it: inherited test modules must stay identical in every later lesson: copy it forward (and declare the module in main.rs)"
+        ]
+    );
+}
+
+#[test]
+fn only_main_rs_names_the_crate() {
+    let dir = fixture();
+    let root = dir.path();
+    with_test_binaries(root);
+    write(
+        root,
+        "crates/s02_second/tests/it/todo.rs",
+        "//! The todo tool.\n\nuse s02_second::todo;\n",
+    );
+    xtask::docs::generate(root).unwrap();
+    assert_eq!(
+        problems(root),
+        [
+            "crates/s02_second/tests/it/todo.rs:3: names the crate s02_second: only tests/it/main.rs may name it, so that the module can be copied to the next lesson unchanged: write `lesson::…` (main.rs has `extern crate s02_second as lesson;`) and `crate::BIN` for the binary"
+        ]
+    );
+}
+
+#[test]
+fn a_lesson_with_tests_it_has_no_other_test_binary() {
+    let dir = fixture();
+    let root = dir.path();
+    with_test_binaries(root);
+    write(
+        root,
+        "crates/s02_second/tests/end_to_end.rs",
+        "#[test]\nfn runs() {}\n",
+    );
+    write(
+        root,
+        "crates/s02_second/tests/cli/main.rs",
+        "#[test]\nfn cli() {}\n",
+    );
+    // Without main.rs, cargo builds nothing from tests/it.
+    fs::remove_file(root.join("crates/s01_first/tests/it/main.rs")).unwrap();
+    xtask::docs::generate(root).unwrap();
+    assert_eq!(
+        problems(root),
+        [
+            "crates/s01_first/tests/it has no main.rs, so cargo builds no test from it: write tests/it/main.rs (it names the crate and declares the modules)",
+            "crates/s02_second/tests/cli/main.rs is a test binary of its own next to tests/it/main.rs: make it a module of that one binary, tests/it/cli.rs with `mod cli;` in main.rs",
+            "crates/s02_second/tests/end_to_end.rs is a test binary of its own next to tests/it/main.rs: make it a module of that one binary, tests/it/end_to_end.rs with `mod end_to_end;` in main.rs",
         ]
     );
 }
