@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use shared::CancellationToken;
-use shared::agent::{Agent, Silent, TurnError};
+use shared::agent::{Agent, Event, Observer, Silent, TurnError};
 use shared::error::ApiError;
 use shared::history::validate;
 use shared::hooks::{Hooks, ToolOutput};
@@ -298,4 +298,93 @@ async fn empty_text_blocks_are_not_sent_back() {
     let sent: Value = model.requests()[1]["messages"][1].clone();
     assert_eq!(sent["content"].as_array().unwrap().len(), 1);
     assert_eq!(sent["content"][0]["type"], "tool_use");
+}
+
+/// Hooks whose only tool emits a notice, then waits until the test has
+/// seen it: if the loop relayed notices only after a hook returned, the
+/// tool would never finish.
+struct NoticeHooks {
+    notices: shared::notice::Notices,
+    seen: Arc<tokio::sync::Notify>,
+}
+
+impl Hooks for NoticeHooks {
+    fn tools(&mut self) -> Vec<ToolSpec> {
+        vec![ToolSpec::new(
+            "slow",
+            "Reports, then waits.",
+            json!({"type": "object"}),
+        )]
+    }
+
+    async fn run_tool(&mut self, _call: &ToolUse) -> ToolOutput {
+        self.notices.emit("slow", "started");
+        self.seen.notified().await;
+        ToolOutput::ok("finished")
+    }
+
+    async fn before_model_call(&mut self, _history: &mut Vec<Message>) {
+        self.notices.emit("before", "about to call the model");
+    }
+}
+
+/// Wakes the tool once its notice has reached the observer, and keeps the
+/// order of everything it was shown.
+struct WakingObserver {
+    seen: Arc<tokio::sync::Notify>,
+    log: Vec<String>,
+}
+
+impl Observer for WakingObserver {
+    fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Notice(notice) => {
+                if notice.tag == "slow" {
+                    self.seen.notify_one();
+                }
+                self.log.push(notice.to_string());
+            }
+            Event::ToolCall(call) => self.log.push(format!("call {}", call.name)),
+            Event::ToolResult(_, result) => self.log.push(format!("result {}", result.text())),
+            Event::Delta(_) | Event::ReplyDone => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_notice_reaches_the_observer_while_its_hook_is_still_running() {
+    let notices = shared::notice::Notices::new();
+    let seen = Arc::new(tokio::sync::Notify::new());
+    let model = Arc::new(ScriptedModel::new(vec![
+        Reply::tool("slow", json!({})),
+        Reply::text("done"),
+    ]));
+    let hooks = NoticeHooks {
+        notices: notices.clone(),
+        seen: seen.clone(),
+    };
+    let mut agent = Agent::new(model, "test-model", hooks).with_notices(notices);
+    let mut observer = WakingObserver {
+        seen,
+        log: Vec::new(),
+    };
+    let mut history = Vec::new();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(10),
+        agent.run_turn(&mut history, "go", &mut observer, &CancellationToken::new()),
+    )
+    .await
+    .expect("the notice was relayed while the tool waited for it")
+    .unwrap();
+    assert_eq!(outcome.final_text, "done");
+    assert_eq!(
+        observer.log,
+        [
+            "[before] about to call the model",
+            "call slow",
+            "[slow] started",
+            "result finished",
+            "[before] about to call the model",
+        ]
+    );
 }
