@@ -100,6 +100,8 @@ pub struct TurnOutcome {
     pub rounds: usize,
     /// Whether the last reply was cut off by `max_tokens`.
     pub truncated: bool,
+    /// Why the model stopped its last reply, as the provider said.
+    pub stop_reason: Option<StopReason>,
 }
 // ANCHOR_END: outcome
 
@@ -187,7 +189,8 @@ impl<H: Hooks> Agent<H> {
                 () = cancel.cancelled() => return Err(TurnError::Cancelled),
             };
             relay.event(Event::ReplyDone);
-            let truncated = reply.stop_reason == Some(StopReason::MaxTokens);
+            let stop_reason = reply.stop_reason;
+            let truncated = stop_reason == Some(StopReason::MaxTokens);
             let message = clean_reply(reply.content);
             let calls: Vec<ToolUse> = message.tool_uses().cloned().collect();
 
@@ -207,6 +210,7 @@ impl<H: Hooks> Agent<H> {
                             final_text,
                             rounds,
                             truncated,
+                            stop_reason,
                         });
                     }
                 }

@@ -27,12 +27,12 @@ pub use args::{CommonArgs, LessonArgs};
 pub use ask::{TerminalAnswer, ask_yes_no, show_answered};
 pub use render::{TerminalPrinter, describe_input};
 
-use crate::agent::{Agent, TurnError};
+use crate::agent::{Agent, TurnError, TurnOutcome};
 use crate::hooks::Hooks;
 use crate::model::Model;
 use crate::model::config::select_model;
 use crate::notice::Notices;
-use crate::protocol::Message;
+use crate::protocol::{Message, StopReason};
 use crate::tools::Workspace;
 use tokio_util::sync::CancellationToken;
 
@@ -170,10 +170,30 @@ pub(crate) async fn run_turn_interruptibly<H: Hooks>(
     };
     println!();
     outcome.map(|outcome| {
-        if outcome.truncated {
-            eprintln!("(the reply was cut off at max_tokens)");
+        if let Some(note) = stop_note(&outcome) {
+            eprintln!("{note}");
         }
     })
+}
+
+/// One line for a turn that ended for a reason the user should hear about:
+/// otherwise a refusal, say, would look like an empty reply.
+pub(crate) fn stop_note(outcome: &TurnOutcome) -> Option<String> {
+    match outcome.stop_reason.as_ref()? {
+        StopReason::EndTurn | StopReason::ToolUse | StopReason::StopSequence => None,
+        StopReason::MaxTokens => Some("(the reply was cut off at max_tokens)".to_string()),
+        StopReason::Refusal => {
+            Some("(the model declined to answer this request: stop reason `refusal`)".to_string())
+        }
+        StopReason::PauseTurn => Some(
+            "(the model paused its turn: stop reason `pause_turn`; send another prompt to \
+             let it go on)"
+                .to_string(),
+        ),
+        StopReason::Other(reason) => Some(format!(
+            "(the model stopped for a reason this harness does not act on: `{reason}`)"
+        )),
+    }
 }
 
 fn init_tracing(verbose: bool) {
@@ -188,4 +208,32 @@ fn init_tracing(verbose: bool) {
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(stop_reason: Option<StopReason>) -> TurnOutcome {
+        TurnOutcome {
+            final_text: String::new(),
+            rounds: 1,
+            truncated: stop_reason == Some(StopReason::MaxTokens),
+            stop_reason,
+        }
+    }
+
+    #[test]
+    fn a_refusal_or_an_unknown_stop_is_one_clear_line() {
+        assert_eq!(stop_note(&outcome(Some(StopReason::EndTurn))), None);
+        assert_eq!(stop_note(&outcome(None)), None);
+        let refusal = stop_note(&outcome(Some(StopReason::Refusal))).unwrap();
+        assert!(refusal.contains("declined"), "{refusal}");
+        let other = stop_note(&outcome(Some(StopReason::Other(
+            "model_context_window_exceeded".into(),
+        ))))
+        .unwrap();
+        assert!(other.contains("model_context_window_exceeded"), "{other}");
+        assert!(!other.contains('\n'));
+    }
 }

@@ -606,7 +606,7 @@ async fn error_event_mid_stream_is_typed() {
 }
 
 #[tokio::test]
-async fn stream_closed_before_message_stop_is_cut_short() {
+async fn stream_closed_mid_reply_is_cut_short() {
     // Closed between events, and closed in the middle of an event.
     let between = message_start()
         + &block_start(0, json!({"type": "text", "text": ""}))
@@ -878,4 +878,223 @@ async fn the_key_never_leaks() {
         "nothing was captured"
     );
     assert!(!log.contains(API_KEY), "the key leaked into the log: {log}");
+}
+
+// Streams in the exact shape the real API sends them, written out by hand
+// rather than built by the helpers above: compact JSON, `caller` and
+// `service_tier` fields, pings between events, server tools and their
+// results, block and event types this client has never heard of.
+
+/// A recorded-format reply: text, a client tool call whose input arrives in
+/// pieces (the first one empty), a server tool call and its result, and an
+/// unknown block and event in between.
+const RECORDED: &str = r#"event: message_start
+data: {"type":"message_start","message":{"model":"claude-sonnet-4-5-20250929","id":"msg_01Rec","type":"message","role":"assistant","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":472,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":2,"service_tier":"standard"}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+
+event: ping
+data: {"type": "ping"}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me look"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" that up."}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use","id":"srvtoolu_01Web","name":"web_search","input":{},"caller":{"type":"direct"}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"query\": \"rust 1.88"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":" let chains\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: content_block_start
+data: {"type":"content_block_start","index":2,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_01Web","content":[{"type":"web_search_result","title":"Announcing Rust 1.88.0","url":"https://blog.rust-lang.org/","encrypted_content":"EqgfCioIARgBIiQ3","page_age":null}]}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":2}
+
+event: future_event_type
+data: {"type":"future_event_type","detail":"ignored"}
+
+event: content_block_start
+data: {"type":"content_block_start","index":3,"content_block":{"type":"tool_use","id":"toolu_01Bash","name":"bash","input":{},"caller":{"type":"direct"}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{\"command\": \"car"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"go --version\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":3}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"input_tokens":472,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":89,"server_tool_use":{"web_search_requests":1}}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+"#;
+
+/// Checks the reply made from [`RECORDED`] (or any of its variants).
+fn assert_recorded_reply(reply: &Response) {
+    assert_eq!(reply.stop_reason, Some(StopReason::ToolUse));
+    assert_eq!(reply.content.len(), 4, "{:#?}", reply.content);
+    assert_eq!(reply.content[0], ContentBlock::text("Let me look that up."));
+    // The server tool call keeps its joined input, and its result block is
+    // kept as it came, to be sent back unchanged.
+    let ContentBlock::Unknown(server_call) = &reply.content[1] else {
+        panic!("server_tool_use kept verbatim: {:?}", reply.content[1]);
+    };
+    assert_eq!(server_call["type"], "server_tool_use");
+    assert_eq!(
+        server_call["input"],
+        json!({"query": "rust 1.88 let chains"})
+    );
+    let ContentBlock::Unknown(result) = &reply.content[2] else {
+        panic!(
+            "web_search_tool_result kept verbatim: {:?}",
+            reply.content[2]
+        );
+    };
+    assert_eq!(result["tool_use_id"], "srvtoolu_01Web");
+    assert_eq!(
+        result["content"][0]["encrypted_content"],
+        "EqgfCioIARgBIiQ3"
+    );
+    assert_eq!(
+        reply.content[3],
+        tool_use(
+            "toolu_01Bash",
+            "bash",
+            json!({"command": "cargo --version"})
+        )
+    );
+    assert_eq!(reply.usage.input_tokens, 472);
+    assert_eq!(reply.usage.output_tokens, 89);
+}
+
+#[tokio::test]
+async fn a_recorded_stream_with_server_tools_pings_and_unknown_types_is_read_whole() {
+    let (reply, seen) = ask_with_body(RECORDED.to_string()).await;
+    let reply = reply.unwrap();
+    assert_recorded_reply(&reply);
+    assert_eq!(
+        seen,
+        vec![
+            Seen::Text("Let me look".into()),
+            Seen::Text(" that up.".into()),
+            Seen::ToolUseStart("bash".into()),
+        ]
+    );
+    // What came back can go out again as the next request's history,
+    // server blocks included, and the call answered as usual.
+    let mut history = vec![Message::user_text("hi"), reply.into_message()];
+    history.push(Message {
+        role: shared::protocol::Role::User,
+        content: vec![ContentBlock::ToolResult(shared::protocol::ToolResult::ok(
+            "toolu_01Bash",
+            "cargo 1.95.0",
+        ))],
+    });
+    shared::history::validate(&history).unwrap();
+    let sent = serde_json::to_value(&history[1]).unwrap();
+    assert_eq!(sent["content"][1]["type"], "server_tool_use");
+    assert_eq!(sent["content"][2]["type"], "web_search_tool_result");
+}
+
+#[tokio::test]
+async fn crlf_line_endings_are_the_same_stream() {
+    let (reply, _) = ask_with_body(RECORDED.replace('\n', "\r\n")).await;
+    assert_recorded_reply(&reply.unwrap());
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_after_its_stop_reason_is_complete() {
+    // No blank line after the last event.
+    let no_blank_line = RECORDED.trim_end().to_string();
+    // No newline at all after the last data line.
+    let no_newline = RECORDED.trim_end_matches('\n').to_string();
+    // No `message_stop`: the stop reason has already come.
+    let stop_at = RECORDED.find("event: message_stop").unwrap();
+    let no_message_stop = RECORDED[..stop_at].to_string();
+    // No `message_stop`, and no blank line after `message_delta` either.
+    let bare_delta = RECORDED[..stop_at].trim_end().to_string();
+    for (case, body) in [
+        ("no blank line", no_blank_line),
+        ("no newline", no_newline),
+        ("no message_stop", no_message_stop),
+        ("message_delta without blank line", bare_delta),
+    ] {
+        let (reply, _) = ask_with_body(body).await;
+        let reply = reply.unwrap_or_else(|error| panic!("{case}: {error}"));
+        assert_recorded_reply(&reply);
+    }
+}
+
+#[tokio::test]
+async fn a_stream_cut_before_its_stop_reason_is_cut_short() {
+    // Cut after the last content block, before `message_delta`.
+    let delta_at = RECORDED.find("event: message_delta").unwrap();
+    // Cut in the middle of `message_delta`'s data line.
+    let inside = &RECORDED[..delta_at + 60];
+    for body in [&RECORDED[..delta_at], inside] {
+        let (reply, _) = ask_with_body(body.to_string()).await;
+        let error = reply.unwrap_err();
+        assert!(
+            matches!(error, ApiError::StreamCutShort { .. }),
+            "{error:?}"
+        );
+        assert!(error.is_retryable());
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_is_a_complete_reply_with_its_stop_reason() {
+    let body = r#"event: message_start
+data: {"type":"message_start","message":{"model":"claude-sonnet-4-5","id":"msg_01Ref","type":"message","role":"assistant","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1,"service_tier":"standard"}}}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null},"usage":{"output_tokens":1}}
+
+event: message_stop
+data: {"type":"message_stop"}
+"#;
+    let (reply, seen) = ask_with_body(body.to_string()).await;
+    let reply = reply.unwrap();
+    assert_eq!(reply.stop_reason, Some(StopReason::Refusal));
+    assert!(reply.content.is_empty());
+    assert!(seen.is_empty());
+}
+
+#[tokio::test]
+async fn a_tool_input_that_is_not_json_becomes_an_empty_object() {
+    // The model (or a gateway) produced input that never parses; the call
+    // still comes back, so the loop can answer it with an error result.
+    let body = message_start()
+        + &block_start(
+            0,
+            json!({"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {}}),
+        )
+        + &json_delta(0, "{\"command\": \"ls")
+        + &json_delta(0, " -la\", oops}")
+        + &block_stop(0)
+        + &message_end("tool_use");
+    let (reply, _) = ask_with_body(body).await;
+    let reply = reply.unwrap();
+    assert_eq!(reply.content, vec![tool_use("toolu_1", "bash", json!({}))]);
 }
