@@ -102,8 +102,11 @@ where
     H: Hooks,
     F: FnOnce(Setup) -> anyhow::Result<Agent<H>>,
 {
-    // A missing .env is normal; a malformed one is worth a warning.
-    if let Err(error) = dotenvy::dotenv()
+    // `.env` is read from the current directory only, not from its parents:
+    // a file somewhere above (in a home or temp directory) must not change
+    // which model a lesson talks to without the user knowing. A missing
+    // .env is normal; a malformed one is worth a warning.
+    if let Err(error) = dotenvy::from_path(".env")
         && !error.not_found()
     {
         eprintln!("warning: could not load .env: {error}");
@@ -116,6 +119,17 @@ where
     }
     let root = match &args.workdir {
         Some(dir) => dir.clone(),
+        // The demo writes files; with no directory named, it must not write
+        // them into whatever directory the user happens to be in (often
+        // this repository's checkout).
+        None if selected.model.provider() == "demo" => {
+            let dir = scratch_dir(lesson)?;
+            eprintln!(
+                "[demo model] Working in a new scratch directory, {} (choose one with --workdir).",
+                dir.display()
+            );
+            dir
+        }
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let workspace = Workspace::new(&root)
@@ -194,6 +208,24 @@ pub(crate) fn stop_note(outcome: &TurnOutcome) -> Option<String> {
             "(the model stopped for a reason this harness does not act on: `{reason}`)"
         )),
     }
+}
+
+/// A new, empty directory for a demo run, under the system's temp
+/// directory. It is left in place, so the user can look at what the demo
+/// made.
+fn scratch_dir(lesson: Lesson) -> anyhow::Result<std::path::PathBuf> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis())
+        .unwrap_or_default();
+    let dir = std::env::temp_dir().join(format!(
+        "{}-demo-{stamp}-{}",
+        lesson.id,
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the scratch directory {}", dir.display()))?;
+    Ok(dir)
 }
 
 fn init_tracing(verbose: bool) {
