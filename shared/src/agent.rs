@@ -240,6 +240,9 @@ impl<H: Hooks> Agent<H> {
         relay.around(self.hooks.before_model_call(history)).await;
         let system = self.hooks.system_prompt();
         let tools = self.hooks.tools();
+        // What assembling the prompt and tools reported comes before the
+        // reply it is for.
+        relay.flush();
         let mut on_delta = |delta: Delta<'_>| relay.event(Event::Delta(delta));
         let call = ModelCall {
             model: self.model.as_ref(),

@@ -5,7 +5,11 @@
 //! The rules:
 //! 1. Generated pages (`SUMMARY.md`, `lessons.md`, `changes/*.md`) equal what
 //!    `cargo xtask docs` would write now; `changes/` holds no page of a
-//!    lesson that is gone.
+//!    lesson that is gone. The pages list each lesson's tools from its
+//!    snapshot `tests/it/snapshots/it__offered_tools__tools.snap` (what
+//!    `tests/it/offered_tools.rs` recorded the lesson sending, see
+//!    [`crate::tools`]), so a missing or unreadable snapshot is reported,
+//!    with the command that writes it.
 //! 2. Every lesson crate `crates/sNN_name` has a chapter
 //!    `docs/src/sNN_name.md`, and every `docs/src/sNN_*.md` has a crate.
 //! 3. In every hand-written page, each `{{#include}}` (`rustdoc_include`,
@@ -38,6 +42,18 @@
 //!    target in `tests/` (a top-level `tests/*.rs`, or another
 //!    `tests/*/main.rs`), since cargo builds each as a binary of its own;
 //!    and a `tests/it/` directory has a `main.rs`.
+//! 9. Descriptions: the `description` in a lesson's `Cargo.toml` starts
+//!    with `Lesson N:` for the lesson's own number N (a copied lesson keeps
+//!    the number of the one it was copied from until someone changes it).
+//! 10. New dependencies: in chapter N, the bullet that starts with
+//!     ``- `Cargo.toml` `` (with the indented lines that continue it) names
+//!     no dependency as new that lesson N-1 already had. Every code span in
+//!     it that is a dependency of lesson N (in `[dependencies]` or
+//!     `[dev-dependencies]`, see [`crate::manifest`]) must be added or moved
+//!     there: lesson N-1 must lack it in at least one section where lesson N
+//!     has it. Other names (files, features, a dependency the lesson drops,
+//!     one the root workspace gains) are not dependencies of lesson N and
+//!     pass.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -48,9 +64,11 @@ use anyhow::{Context, Result};
 use crate::diff;
 use crate::flags::Flags;
 use crate::lessons::{self, Lesson};
+use crate::manifest::Manifest;
 use crate::markdown::{self, Selector};
 use crate::pages::{self, BOOK_SRC};
 use crate::shell::{self, Cargo};
+use crate::tools;
 
 /// One thing wrong, with where and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +101,7 @@ pub fn run(root: &Path) -> Result<Vec<Problem>> {
     let generated = pages::render_all(root)?;
     let mut problems = Vec::new();
     generated_pages(root, &generated, &mut problems)?;
+    tool_snapshots(&lessons, &mut problems);
     chapters(root, &lessons, &mut problems)?;
     let book_pages = book_pages(root)?;
     // Flags every lesson has, from `shared` (its `CommonArgs`).
@@ -106,6 +125,9 @@ pub fn run(root: &Path) -> Result<Vec<Problem>> {
     copy_forward(root, &lessons, &mut problems)?;
     inherited_tests(&lessons, &mut problems)?;
     one_test_binary(&lessons, &mut problems)?;
+    let manifests = manifests(&lessons)?;
+    descriptions(&lessons, &manifests, &mut problems);
+    new_dependencies(root, &lessons, &manifests, &mut problems);
     Ok(problems)
 }
 
@@ -125,6 +147,22 @@ fn generated_pages(
         ));
     }
     Ok(())
+}
+
+/// Rule 1: the snapshots the pages take the tools from.
+fn tool_snapshots(lessons: &[Lesson], problems: &mut Vec<Problem>) {
+    for lesson in lessons {
+        if let Err(why) = tools::offered(lesson) {
+            problems.push(problem(
+                format!("crates/{}/{}", lesson.name, tools::SNAPSHOT),
+                format!(
+                    "{why}, so the book cannot list the tools {} offers: run `{}` (the test is tests/it/offered_tools.rs, the same in every lesson), check the snapshot, then run `cargo xtask docs`",
+                    lesson.name,
+                    tools::update_command(lesson)
+                ),
+            ));
+        }
+    }
 }
 
 /// Rule 2.
@@ -694,6 +732,123 @@ fn one_test_binary(lessons: &[Lesson], problems: &mut Vec<Problem>) -> Result<()
     Ok(())
 }
 
+/// Every lesson's `Cargo.toml`, read (see [`crate::manifest`]), by crate name.
+fn manifests(lessons: &[Lesson]) -> Result<BTreeMap<String, Manifest>> {
+    lessons
+        .iter()
+        .map(|lesson| {
+            let path = lesson.dir.join("Cargo.toml");
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Ok((lesson.name.clone(), Manifest::parse(&text)))
+        })
+        .collect()
+}
+
+/// Rule 9.
+fn descriptions(
+    lessons: &[Lesson],
+    manifests: &BTreeMap<String, Manifest>,
+    problems: &mut Vec<Problem>,
+) {
+    for lesson in lessons {
+        let Some(manifest) = manifests.get(&lesson.name) else {
+            continue;
+        };
+        let place = format!("crates/{}/Cargo.toml", lesson.name);
+        let wanted = format!("Lesson {}:", lesson.number);
+        match &manifest.description {
+            None => problems.push(problem(
+                place,
+                format!(
+                    "has no `description` in [package]: add `description = \"{wanted} …\"` (the mechanism, in a few words)"
+                ),
+            )),
+            Some((line, description)) if !description.starts_with(&wanted) => {
+                problems.push(problem(
+                    format!("{place}:{line}"),
+                    format!(
+                        "the description starts {:?}, not {wanted:?}: start it with {wanted:?}, this lesson's own number",
+                        opening(description)
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// How a description starts, for a message: `Lesson 5:` when it starts
+/// like one, else its first few words.
+fn opening(description: &str) -> String {
+    if let Some(rest) = description.strip_prefix("Lesson ")
+        && let Some(colon) = rest.find(':')
+        && colon <= 4
+    {
+        return description[.."Lesson ".len() + colon + 1].to_string();
+    }
+    let words: Vec<&str> = description.split_whitespace().take(4).collect();
+    let mut out = words.join(" ");
+    if description.split_whitespace().count() > words.len() {
+        out.push_str(" …");
+    }
+    out
+}
+
+/// Rule 10.
+fn new_dependencies(
+    root: &Path,
+    lessons: &[Lesson],
+    manifests: &BTreeMap<String, Manifest>,
+    problems: &mut Vec<Problem>,
+) {
+    for lesson in lessons {
+        let Some(previous) = lessons::previous(lessons, lesson) else {
+            continue;
+        };
+        let (Some(now), Some(before)) =
+            (manifests.get(&lesson.name), manifests.get(&previous.name))
+        else {
+            continue;
+        };
+        let chapter_path = format!("{BOOK_SRC}/{}", lesson.chapter_file());
+        // A missing chapter is reported by rule 2 already.
+        let Ok(chapter) = std::fs::read_to_string(root.join(&chapter_path)) else {
+            continue;
+        };
+        for bullet in markdown::bullets(&chapter, "- `Cargo.toml`") {
+            let mut seen = Vec::new();
+            for (offset, name) in markdown::code_spans(&bullet.lines.join("\n")) {
+                if seen.contains(&name) {
+                    continue;
+                }
+                let Some(sections) = now.sections_of(&name) else {
+                    continue;
+                };
+                let had = before.sections_of(&name);
+                let added_somewhere = sections
+                    .iter()
+                    .any(|section| !had.is_some_and(|had| had.contains(section)));
+                if added_somewhere {
+                    continue;
+                }
+                let listed: Vec<String> = sections.iter().map(|s| format!("[{s}]")).collect();
+                problems.push(problem(
+                    format!("{chapter_path}:{}", bullet.line + offset),
+                    format!(
+                        "the `Cargo.toml` bullet calls `{name}` a new dependency, but {} already depends on it ({}): name only the dependencies lesson {} adds or moves (`cargo xtask diff {}` shows its Cargo.toml)",
+                        previous.name,
+                        listed.join(", "),
+                        lesson.number,
+                        lesson.id()
+                    ),
+                ));
+                seen.push(name);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -722,6 +877,17 @@ mod tests {
             assert!(!mentions(text, "src/dispatch.rs", &names), "{text}");
         }
         assert!(mentions("the `Cargo.toml` gains", "Cargo.toml", &names));
+    }
+
+    #[test]
+    fn a_description_is_quoted_by_its_opening() {
+        assert_eq!(opening("Lesson 5: todo write — a plan"), "Lesson 5:");
+        assert_eq!(opening("Lesson 12: x"), "Lesson 12:");
+        assert_eq!(
+            opening("The agent loop, with one tool"),
+            "The agent loop, with …"
+        );
+        assert_eq!(opening("Lesson five"), "Lesson five");
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod diff;
 pub mod docs;
 pub mod flags;
 pub mod lessons;
+pub mod manifest;
 pub mod markdown;
 pub mod pages;
 pub mod rust_items;

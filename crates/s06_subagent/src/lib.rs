@@ -10,8 +10,9 @@
 //! the permission gate applies to it as well.
 //!
 //! Start reading at [`subagent`]: the tool, the subagent's hooks, and how
-//! its outcome becomes one tool result. Then [`hooks`], where `task` joins
-//! the tool list and `run_tool` lends the subagent the hook registry.
+//! its outcome becomes one tool result. Then [`hooks`], where `task` is
+//! registered in the dispatch map with the hook registry the parent and
+//! its subagents share.
 
 pub mod builtin_hooks;
 pub mod dispatch;

@@ -218,11 +218,8 @@ fn scratch_dir(lesson: Lesson) -> anyhow::Result<std::path::PathBuf> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|elapsed| elapsed.as_millis())
         .unwrap_or_default();
-    let dir = std::env::temp_dir().join(format!(
-        "{}-demo-{stamp}-{}",
-        lesson.id,
-        std::process::id()
-    ));
+    let dir =
+        std::env::temp_dir().join(format!("{}-demo-{stamp}-{}", lesson.id, std::process::id()));
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create the scratch directory {}", dir.display()))?;
     Ok(dir)

@@ -22,7 +22,71 @@ fn edit(root: &Path, path: &str, from: &str, to: &str) {
     fs::write(root.join(path), text.replacen(from, to, 1)).unwrap();
 }
 
-const CARGO_TOML: &str = "[package]\nname = \"NAME\"\nversion = \"0.1.0\"\n";
+const CARGO_TOML: &str = "[package]\nname = \"NAME\"\nversion = \"0.1.0\"\ndescription = \"Lesson N: the mechanism.\"\n\n[dependencies]\nanyhow.workspace = true\n";
+
+/// The test module every lesson has: it snapshots the tools the lesson
+/// sends (the pages read that snapshot, not this code).
+const OFFERED_TOOLS_TEST: &str = r#"#[tokio::test]
+async fn tools() {
+    insta::assert_json_snapshot!("tools", crate::support::offered().await);
+}
+"#;
+
+/// Where a lesson's snapshot of its offered tools is, crate-relative.
+const TOOLS_SNAPSHOT: &str = "tests/it/snapshots/it__offered_tools__tools.snap";
+
+/// `bash` as the lessons send it: the description as the model reads it,
+/// with the numbers the source fills in with `format!`.
+const BASH_SENT: &str = r#"{
+    "description": "Run a command. Commands stop after 120 seconds (at most 600).",
+    "input_schema": {
+      "properties": {
+        "command": {
+          "type": "string"
+        }
+      },
+      "required": [
+        "command"
+      ],
+      "type": "object"
+    },
+    "name": "bash"
+  }"#;
+
+/// `todo_write` as lesson 2 sends it.
+const TODO_SENT: &str = r#"{
+    "description": "Rewrite the todo list. Use it for work with <3 or more> steps.",
+    "input_schema": {
+      "properties": {
+        "items": {
+          "description": "The whole list.",
+          "maxItems": 20,
+          "type": "array"
+        },
+        "note": {
+          "type": "string"
+        }
+      },
+      "required": [
+        "items"
+      ],
+      "type": "object"
+    },
+    "name": "todo_write"
+  }"#;
+
+/// Writes the insta snapshot of the tools `lesson` sends.
+fn write_tools_snapshot(root: &Path, lesson: &str, tools: &[&str]) {
+    let listed: Vec<String> = tools.iter().map(|tool| format!("  {tool}")).collect();
+    write(
+        root,
+        &format!("crates/{lesson}/{TOOLS_SNAPSHOT}"),
+        &format!(
+            "---\nsource: crates/{lesson}/tests/it/offered_tools.rs\nexpression: tools\n---\n[\n{}\n]\n",
+            listed.join(",\n")
+        ),
+    );
+}
 
 const HOOKS_1: &str = r#"//! Hooks.
 
@@ -63,10 +127,13 @@ pub struct TodoArgs {
     pub nag_after: Option<u32>,
 }
 
+/// The tool's name.
+pub const TOOL_NAME: &str = "todo_write";
+
 /// What the model is told about `todo_write`.
 pub fn spec() -> ToolSpec {
     ToolSpec::new(
-        "todo_write",
+        TOOL_NAME,
         "Rewrite the todo list. Use it for work with <3 or more> steps.",
         json!({
             "type": "object",
@@ -87,8 +154,9 @@ fn fixture() -> TempDir {
     write(
         root,
         "shared/src/tools/bash.rs",
-        r#"pub fn spec() -> ToolSpec {
-    ToolSpec::new("bash", "Run a command.", json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}))
+        r#"pub const MAX_TIMEOUT_SECS: u64 = 600;
+pub fn spec() -> ToolSpec {
+    ToolSpec::new("bash", format!("Run a command. Commands stop after {} seconds (at most {MAX_TIMEOUT_SECS}).", 120), json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}))
 }"#,
     );
     write(
@@ -104,7 +172,9 @@ fn fixture() -> TempDir {
         write(
             root,
             &format!("{dir}/Cargo.toml"),
-            &CARGO_TOML.replace("NAME", name),
+            &CARGO_TOML
+                .replace("NAME", name)
+                .replace("Lesson N", &format!("Lesson {number}")),
         );
         write(
             root,
@@ -121,9 +191,21 @@ fn fixture() -> TempDir {
         );
         write(root, &format!("{dir}/src/hooks.rs"), hooks);
         write(root, &format!("{dir}/tests/snapshots/x.snap"), name);
+        write(
+            root,
+            &format!("{dir}/tests/it/main.rs"),
+            &format!("extern crate {name} as lesson;\n\nmod offered_tools;\n"),
+        );
+        write(
+            root,
+            &format!("{dir}/tests/it/offered_tools.rs"),
+            OFFERED_TOOLS_TEST,
+        );
         write(root, &format!("{dir}/.tasks/state.json"), name);
     }
     write(root, "crates/s02_second/src/todo.rs", TODO);
+    write_tools_snapshot(root, "s01_first", &[BASH_SENT]);
+    write_tools_snapshot(root, "s02_second", &[BASH_SENT, TODO_SENT]);
     write(
         root,
         "docs/src/introduction.md",
@@ -332,7 +414,7 @@ fn every_file_that_differs_between_lessons_is_mentioned_in_the_chapter() {
     // Tests are not: rule 7 covers them.
     write(
         root,
-        "crates/s02_second/tests/end_to_end.rs",
+        "crates/s02_second/tests/it/todo.rs",
         "#[test]\nfn runs() {}\n",
     );
     xtask::docs::generate(root).unwrap();
@@ -367,7 +449,7 @@ fn with_test_binaries(root: &Path) {
             root,
             &format!("{it}/main.rs"),
             &format!(
-                "extern crate {name} as lesson;\n\nconst BIN: &str = env!(\"CARGO_BIN_EXE_{name}\");\n\nmod demo;\nmod dispatch;\nmod support;\n"
+                "extern crate {name} as lesson;\n\nconst BIN: &str = env!(\"CARGO_BIN_EXE_{name}\");\n\nmod demo;\nmod dispatch;\nmod offered_tools;\nmod support;\n"
             ),
         );
         write(
@@ -393,8 +475,10 @@ fn with_test_binaries(root: &Path) {
 }
 
 /// Copies every file of `crates/{from}` to `crates/{to}`, renaming the crate
-/// in paths and contents.
+/// in paths and contents and renumbering the description, as a new lesson
+/// is made.
 fn copy_lesson(root: &Path, from: &str, to: &str) {
+    let number = |name: &str| name[1..3].trim_start_matches('0').to_string();
     let crates = root.join("crates");
     let mut pending = vec![crates.join(from)];
     while let Some(dir) = pending.pop() {
@@ -413,6 +497,12 @@ fn copy_lesson(root: &Path, from: &str, to: &str) {
             );
         }
     }
+    edit(
+        root,
+        &format!("crates/{to}/Cargo.toml"),
+        &format!("Lesson {}:", number(from)),
+        &format!("Lesson {}:", number(to)),
+    );
 }
 
 #[test]
@@ -447,7 +537,11 @@ fn a_test_module_changed_in_a_later_lesson_is_reported() {
     with_test_binaries(root);
     // A third lesson, the second's copy: the module came from s01.
     copy_lesson(root, "s02_second", "s03_third");
-    write(root, "docs/src/s03_third.md", "# 3. The third\n");
+    write(
+        root,
+        "docs/src/s03_third.md",
+        "# 3. The third\n\nOnly the description in Cargo.toml changes.\n",
+    );
     xtask::docs::generate(root).unwrap();
     assert_eq!(problems(root), Vec::<String>::new());
     edit(
@@ -531,4 +625,271 @@ fn a_lesson_with_tests_it_has_no_other_test_binary() {
             "crates/s02_second/tests/end_to_end.rs is a test binary of its own next to tests/it/main.rs: make it a module of that one binary, tests/it/end_to_end.rs with `mod end_to_end;` in main.rs",
         ]
     );
+}
+
+/// A third lesson, the second's copy plus a `compact` tool: its module
+/// names the tool with a `TOOL_NAME` constant, as `todo.rs` does, and
+/// builds the description with `format!`.
+fn with_compact_lesson(root: &Path) {
+    copy_lesson(root, "s02_second", "s03_third");
+    write(
+        root,
+        "crates/s03_third/src/compact.rs",
+        r#"//! The compact tool.
+
+/// The tool's name.
+pub const TOOL_NAME: &str = "compact";
+
+/// What the model is told about `compact`.
+pub fn spec() -> ToolSpec {
+    ToolSpec::new(TOOL_NAME, format!("Summarize {} to free context space.", "the conversation"), json!({"type": "object", "properties": {}}))
+}
+"#,
+    );
+    edit(
+        root,
+        "crates/s03_third/src/hooks.rs",
+        "todo::spec()]",
+        "todo::spec(), compact::spec()]",
+    );
+    write(
+        root,
+        "docs/src/s03_third.md",
+        "# 3. The third\n\nAdds `src/compact.rs`; changes src/hooks.rs, src/lib.rs and Cargo.toml.\n",
+    );
+    write_tools_snapshot(
+        root,
+        "s03_third",
+        &[
+            BASH_SENT,
+            TODO_SENT,
+            r#"{
+    "description": "Summarize the conversation to free context space.",
+    "input_schema": {
+      "properties": {},
+      "type": "object"
+    },
+    "name": "compact"
+  }"#,
+        ],
+    );
+    xtask::docs::generate(root).unwrap();
+}
+
+/// The `## Tools` section of a generated page.
+fn tools_section(root: &Path, lesson: &str) -> String {
+    let page = fs::read_to_string(root.join(format!("docs/src/changes/{lesson}.md"))).unwrap();
+    let start = page.find("## Tools\n").unwrap();
+    let end = page[start..].find("\n## Types").unwrap();
+    page[start..start + end].to_string()
+}
+
+#[test]
+fn a_tool_a_lesson_adds_is_new_under_its_own_name_with_its_own_description() {
+    let dir = fixture();
+    let root = dir.path();
+    with_compact_lesson(root);
+    assert_eq!(problems(root), Vec::<String>::new());
+    assert_eq!(
+        tools_section(root, "s03_third"),
+        "## Tools\n\nThe model can call 3 tools.\n\n\
+         - **`compact`** (new): Summarize the conversation to free context space.\n\
+         - Unchanged: `bash`, `todo_write`.\n"
+    );
+    let lessons = fs::read_to_string(root.join("docs/src/lessons.md")).unwrap();
+    assert!(lessons.contains("| 3, new: `compact` |"), "{lessons}");
+}
+
+#[test]
+fn a_tool_is_changed_only_when_what_the_lesson_sends_changes() {
+    let dir = fixture();
+    let root = dir.path();
+    // The third lesson changes `todo.rs`'s source, but not what it sends.
+    with_compact_lesson(root);
+    edit(
+        root,
+        "crates/s03_third/src/todo.rs",
+        "/// What the model is told",
+        "/// Comments are not sent.\n/// What the model is told",
+    );
+    edit(
+        root,
+        "docs/src/s03_third.md",
+        "changes src/hooks.rs",
+        "changes src/todo.rs, src/hooks.rs",
+    );
+    xtask::docs::generate(root).unwrap();
+    assert!(
+        tools_section(root, "s03_third").contains("- Unchanged: `bash`, `todo_write`.\n"),
+        "{}",
+        tools_section(root, "s03_third")
+    );
+    assert!(!tools_section(root, "s03_third").contains("(changed)"));
+    // A new description, or a new input, is a change.
+    let snapshot = format!("crates/s03_third/{TOOLS_SNAPSHOT}");
+    edit(root, &snapshot, "Use it for work", "Use it only for work");
+    edit(
+        root,
+        &snapshot,
+        "\"command\": {\n          \"type\": \"string\"\n        }",
+        "\"command\": {\n          \"type\": \"string\"\n        },\n        \"timeout\": {\n          \"type\": \"integer\"\n        }",
+    );
+    assert_eq!(
+        problems(root),
+        ["docs/src/changes/s03_third.md is stale: run `cargo xtask docs`"]
+    );
+    xtask::docs::generate(root).unwrap();
+    assert_eq!(
+        tools_section(root, "s03_third"),
+        "## Tools\n\nThe model can call 3 tools.\n\n\
+         - **`bash`** (changed): Run a command. Commands stop after 120 seconds (at most 600).\n  \
+           - `command` (string, required)\n  \
+           - `timeout` (integer)\n\
+         - **`todo_write`** (changed): Rewrite the todo list. Use it only for work with &lt;3 or more&gt; steps.\n  \
+           - `items` (array, required): The whole list.\n  \
+           - `note` (string)\n\
+         - **`compact`** (new): Summarize the conversation to free context space.\n"
+    );
+}
+
+#[test]
+fn a_tool_description_is_shown_as_sent() {
+    let dir = fixture();
+    let root = dir.path();
+    // The source builds it with `format!("… after {} seconds (at most
+    // {MAX_TIMEOUT_SECS}).", 120)`; the page shows what the model reads.
+    assert_eq!(
+        tools_section(root, "s01_first"),
+        "## Tools\n\nThe model can call 1 tool.\n\n\
+         - **`bash`**: Run a command. Commands stop after 120 seconds (at most 600).\n  \
+           - `command` (string, required)\n"
+    );
+}
+
+#[test]
+fn a_missing_tool_snapshot_is_reported_with_the_command_that_writes_it() {
+    let dir = fixture();
+    let root = dir.path();
+    fs::remove_file(root.join(format!("crates/s02_second/{TOOLS_SNAPSHOT}"))).unwrap();
+    xtask::docs::generate(root).unwrap();
+    assert_eq!(
+        problems(root),
+        [
+            "crates/s02_second/tests/it/snapshots/it__offered_tools__tools.snap is missing, so the book cannot list the tools s02_second offers: run `INSTA_UPDATE=always cargo test -p s02_second --test it -- offered_tools` (the test is tests/it/offered_tools.rs, the same in every lesson), check the snapshot, then run `cargo xtask docs`"
+        ]
+    );
+    assert_eq!(
+        tools_section(root, "s02_second"),
+        "## Tools\n\nThe tool list is not recorded: `crates/s02_second/tests/it/snapshots/it__offered_tools__tools.snap` is missing. \
+         `INSTA_UPDATE=always cargo test -p s02_second --test it -- offered_tools` writes it.\n"
+    );
+    write(
+        root,
+        &format!("crates/s02_second/{TOOLS_SNAPSHOT}"),
+        "---\nx: y\n---\n[1, 2\n",
+    );
+    xtask::docs::generate(root).unwrap();
+    let found = problems(root);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].starts_with("crates/s02_second/tests/it/snapshots/it__offered_tools__tools.snap is not a list of tools (expected `,` or `]` at line 2 of the JSON), so"),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_description_starts_with_the_lessons_own_number() {
+    let dir = fixture();
+    let root = dir.path();
+    // Copied from lesson 1 and not renumbered.
+    edit(
+        root,
+        "crates/s02_second/Cargo.toml",
+        "Lesson 2: the mechanism.",
+        "Lesson 1: the mechanism.",
+    );
+    edit(
+        root,
+        "crates/s01_first/Cargo.toml",
+        "description = \"Lesson 1: the mechanism.\"\n",
+        "",
+    );
+    xtask::docs::generate(root).unwrap();
+    assert_eq!(
+        problems(root),
+        [
+            "crates/s01_first/Cargo.toml has no `description` in [package]: add `description = \"Lesson 1: …\"` (the mechanism, in a few words)",
+            "crates/s02_second/Cargo.toml:4: the description starts \"Lesson 1:\", not \"Lesson 2:\": start it with \"Lesson 2:\", this lesson's own number",
+        ]
+    );
+    // "Lesson 12:" is not "Lesson 1:".
+    edit(
+        root,
+        "crates/s02_second/Cargo.toml",
+        "Lesson 1: the mechanism.",
+        "Lesson 21: the mechanism.",
+    );
+    xtask::docs::generate(root).unwrap();
+    assert!(
+        problems(root).contains(&"crates/s02_second/Cargo.toml:4: the description starts \"Lesson 21:\", not \"Lesson 2:\": start it with \"Lesson 2:\", this lesson's own number".to_string())
+    );
+}
+
+#[test]
+fn the_cargo_toml_bullet_calls_new_only_what_the_lesson_adds_or_moves() {
+    let dir = fixture();
+    let root = dir.path();
+    let manifest = |deps: &str, dev: &str| {
+        format!(
+            "[package]\nname = \"NAME\"\nversion = \"0.1.0\"\ndescription = \"Lesson N: x.\"\n\n[dependencies]\n{deps}\n[dev-dependencies]\n{dev}\n[lints]\nworkspace = true\n"
+        )
+    };
+    write(
+        root,
+        "crates/s01_first/Cargo.toml",
+        &manifest(
+            "anyhow.workspace = true\nclap = { workspace = true }\ntracing = \"0.1\"\n",
+            "serde_json.workspace = true\ntempfile.workspace = true\n",
+        )
+        .replace("NAME", "s01_first")
+        .replace("Lesson N", "Lesson 1"),
+    );
+    write(
+        root,
+        "crates/s02_second/Cargo.toml",
+        &manifest(
+            // `serde_json` moves up, `thiserror` is new, `tracing` is dropped.
+            "anyhow.workspace = true\nclap = { workspace = true }\nserde_json.workspace = true\nthiserror.workspace = true\n",
+            "insta.workspace = true\ntempfile.workspace = true\n",
+        )
+        .replace("NAME", "s02_second")
+        .replace("Lesson N", "Lesson 2"),
+    );
+    edit(
+        root,
+        "docs/src/s02_second.md",
+        "See [what changed]",
+        "- `Cargo.toml` \u{2014} the description; `thiserror` for the errors, `serde_json` moves\n  \
+         from the test dependencies, `clap` for the flag and `insta` for the snapshots;\n  \
+         `tracing` is gone. The workspace's `Cargo.toml` gains `yaml_serde` in\n  \
+         `[workspace.dependencies]`; `clap` keeps its `derive` feature.\n\
+         - `src/hooks.rs` uses `anyhow`, as before.\n\n\
+         See [what changed]",
+    );
+    xtask::docs::generate(root).unwrap();
+    assert_eq!(
+        problems(root),
+        [
+            "docs/src/s02_second.md:11: the `Cargo.toml` bullet calls `clap` a new dependency, but s01_first already depends on it ([dependencies]): name only the dependencies lesson 2 adds or moves (`cargo xtask diff s02` shows its Cargo.toml)"
+        ]
+    );
+    // A dependency in both sections is new if one of them is.
+    edit(
+        root,
+        "crates/s02_second/Cargo.toml",
+        "insta.workspace = true\n",
+        "insta.workspace = true\nclap.workspace = true\n",
+    );
+    xtask::docs::generate(root).unwrap();
+    assert_eq!(problems(root), Vec::<String>::new());
 }

@@ -18,3 +18,4 @@ mod demo;
 mod support;
 
 mod agent_loop;
+mod offered_tools;

@@ -19,3 +19,4 @@ mod support;
 
 mod agent_loop;
 mod dispatch;
+mod offered_tools;

@@ -19,4 +19,5 @@ mod support;
 
 mod agent_loop;
 mod dispatch;
+mod offered_tools;
 mod permission;

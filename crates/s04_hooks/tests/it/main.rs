@@ -20,4 +20,5 @@ mod support;
 mod agent_loop;
 mod dispatch;
 mod hooks;
+mod offered_tools;
 mod permission;

@@ -30,7 +30,6 @@ pub const MODEL_ID: &str = "test";
 pub fn options() -> lesson::Options {
     lesson::Options {
         approver: Box::new(lesson::permission::ApproveAll),
-        ..lesson::Options::default()
     }
 }
 

@@ -20,5 +20,6 @@ mod support;
 mod agent_loop;
 mod dispatch;
 mod hooks;
+mod offered_tools;
 mod permission;
 mod todo;

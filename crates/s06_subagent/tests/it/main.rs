@@ -20,6 +20,7 @@ mod support;
 mod agent_loop;
 mod dispatch;
 mod hooks;
+mod offered_tools;
 mod permission;
 mod subagent;
 mod todo;

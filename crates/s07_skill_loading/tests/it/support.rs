@@ -43,7 +43,6 @@ pub fn options() -> lesson::Options {
         skills: lesson::SkillsArgs {
             skills_dir: Some(course_skills()),
         },
-        ..lesson::Options::default()
     }
 }
 

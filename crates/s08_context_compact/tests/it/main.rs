@@ -24,6 +24,7 @@ mod hooks;
 mod invariants;
 mod layers;
 mod long_session;
+mod offered_tools;
 mod permission;
 mod skills;
 mod skills_cli;

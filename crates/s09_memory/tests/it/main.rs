@@ -26,6 +26,7 @@ mod layers;
 mod long_session;
 mod memory;
 mod memory_store;
+mod offered_tools;
 mod permission;
 mod skills;
 mod skills_cli;
