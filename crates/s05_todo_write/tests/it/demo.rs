@@ -53,14 +53,20 @@ async fn the_demo_binary_plans_edits_and_is_reminded_and_runs_again() {
         assert!(greet.contains(expected), "{greet}");
     }
 
-    // A second run in the same directory works on the file it finds rather
-    // than overwriting it, and still ends normally.
+    // A second run in the same directory sets the finished file aside
+    // instead of editing it twice, and makes the same changes again.
     let again = support::run_binary(dir.path(), &["-p", PROMPT], &[], "").await;
     let (stdout, stderr) = (text(&again.stdout), text(&again.stderr));
     assert!(again.status.success(), "stdout: {stdout}\nstderr: {stderr}");
-    assert!(
-        stdout.contains("greet.py exists; working on it as it is."),
-        "{stdout}"
+    assert!(stdout.contains("moved it to greet.py.bak"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("greet.py.bak")).unwrap(),
+        greet
+    );
+    let greet_again = std::fs::read_to_string(dir.path().join("greet.py")).unwrap();
+    assert_eq!(
+        greet_again, greet,
+        "the second run's edits match the first's"
     );
 }
 
