@@ -8,8 +8,12 @@
 //! Faults never leave the history invalid: a failed or cancelled model call
 //! appends nothing, and a round's assistant message is stored together with
 //! all of its results.
+//!
+//! While a turn runs, the loop also carries [`Notice`]s from the hooks to
+//! the observer (see [`crate::notice`]), the moment they are emitted.
 
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +21,7 @@ use crate::error::ApiError;
 use crate::history::push_user;
 use crate::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
 use crate::model::Model;
+use crate::notice::{Notice, Notices};
 use crate::protocol::{ContentBlock, Delta, Message, Role, StopReason, ToolResult, ToolUse};
 
 // ANCHOR: limits
@@ -54,6 +59,8 @@ pub enum Event<'a> {
     ToolCall(&'a ToolUse),
     /// A tool finished (or was refused).
     ToolResult(&'a ToolUse, &'a ToolResult),
+    /// A mechanism reported something (see [`crate::notice`]).
+    Notice(&'a Notice),
 }
 
 /// Receives [`Event`]s.
@@ -93,28 +100,40 @@ pub struct TurnOutcome {
     pub rounds: usize,
     /// Whether the last reply was cut off by `max_tokens`.
     pub truncated: bool,
+    /// Why the model stopped its last reply, as the provider said.
+    pub stop_reason: Option<StopReason>,
 }
 // ANCHOR_END: outcome
 
 // ANCHOR: agent
-/// A model, its id, a lesson's hooks and the limits: everything that runs a turn.
+/// A model, its id, a lesson's hooks and the limits: everything that runs a
+/// turn, plus the queue the hooks emit their notices into.
 pub struct Agent<H> {
     pub model: Arc<dyn Model>,
     pub model_id: String,
     pub hooks: H,
     pub limits: Limits,
+    pub notices: Notices,
 }
 // ANCHOR_END: agent
 
 impl<H: Hooks> Agent<H> {
-    /// An agent with default limits.
+    /// An agent with default limits and a notice queue of its own.
     pub fn new(model: Arc<dyn Model>, model_id: impl Into<String>, hooks: H) -> Self {
         Self {
             model,
             model_id: model_id.into(),
             hooks,
             limits: Limits::default(),
+            notices: Notices::new(),
         }
+    }
+
+    /// The same agent, relaying the notices emitted into `notices` (the
+    /// handle its hooks were given).
+    pub fn with_notices(mut self, notices: Notices) -> Self {
+        self.notices = notices;
+        self
     }
 
     // ANCHOR: run_turn
@@ -126,13 +145,16 @@ impl<H: Hooks> Agent<H> {
         observer: &mut dyn Observer,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, TurnError> {
-        let prompt = match self.hooks.on_user_prompt(prompt) {
+        let relay = Relay::new(observer, self.notices.clone());
+        let check = self.hooks.on_user_prompt(prompt);
+        relay.flush();
+        let prompt = match check {
             PromptCheck::Accept => prompt.to_string(),
             PromptCheck::Replace(text) => text,
             PromptCheck::Block(reason) => return Err(TurnError::PromptBlocked(reason)),
         };
         push_user(history, vec![ContentBlock::text(prompt)]);
-        self.run_loop(history, observer, cancel).await
+        self.rounds(history, &relay, cancel).await
     }
     // ANCHOR_END: run_turn
 
@@ -144,6 +166,16 @@ impl<H: Hooks> Agent<H> {
         observer: &mut dyn Observer,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, TurnError> {
+        let relay = Relay::new(observer, self.notices.clone());
+        self.rounds(history, &relay, cancel).await
+    }
+
+    async fn rounds(
+        &mut self,
+        history: &mut Vec<Message>,
+        relay: &Relay<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, TurnError> {
         let mut rounds = 0;
         let mut continuations = 0;
         loop {
@@ -153,11 +185,12 @@ impl<H: Hooks> Agent<H> {
             rounds += 1;
 
             let reply = tokio::select! {
-                reply = self.call_model(history, observer) => reply?,
+                reply = self.call_model(history, relay) => reply?,
                 () = cancel.cancelled() => return Err(TurnError::Cancelled),
             };
-            observer.event(Event::ReplyDone);
-            let truncated = reply.stop_reason == Some(StopReason::MaxTokens);
+            relay.event(Event::ReplyDone);
+            let stop_reason = reply.stop_reason;
+            let truncated = stop_reason == Some(StopReason::MaxTokens);
             let message = clean_reply(reply.content);
             let calls: Vec<ToolUse> = message.tool_uses().cloned().collect();
 
@@ -166,7 +199,7 @@ impl<H: Hooks> Agent<H> {
                 if !message.content.is_empty() {
                     history.push(message);
                 }
-                match self.hooks.on_stop(history).await {
+                match relay.around(self.hooks.on_stop(history)).await {
                     Some(next) if continuations < self.limits.max_stop_continuations => {
                         continuations += 1;
                         push_user(history, vec![ContentBlock::text(next)]);
@@ -177,14 +210,16 @@ impl<H: Hooks> Agent<H> {
                             final_text,
                             rounds,
                             truncated,
+                            stop_reason,
                         });
                     }
                 }
             }
 
-            let mut results = self.run_tools(&calls, truncated, observer, cancel).await;
+            let mut results = self.run_tools(&calls, truncated, relay, cancel).await;
             let cancelled = cancel.is_cancelled();
             self.hooks.after_tool_results(&mut results);
+            relay.flush();
             history.push(message);
             push_user(history, results);
             if cancelled {
@@ -200,12 +235,15 @@ impl<H: Hooks> Agent<H> {
     async fn call_model(
         &mut self,
         history: &mut Vec<Message>,
-        observer: &mut dyn Observer,
+        relay: &Relay<'_>,
     ) -> Result<crate::protocol::Response, ApiError> {
-        self.hooks.before_model_call(history).await;
+        relay.around(self.hooks.before_model_call(history)).await;
         let system = self.hooks.system_prompt();
         let tools = self.hooks.tools();
-        let mut on_delta = |delta: Delta<'_>| observer.event(Event::Delta(delta));
+        // What assembling the prompt and tools reported comes before the
+        // reply it is for.
+        relay.flush();
+        let mut on_delta = |delta: Delta<'_>| relay.event(Event::Delta(delta));
         let call = ModelCall {
             model: self.model.as_ref(),
             model_id: self.model_id.clone(),
@@ -215,7 +253,7 @@ impl<H: Hooks> Agent<H> {
             history,
             on_delta: &mut on_delta,
         };
-        self.hooks.call_model(call).await
+        relay.around(self.hooks.call_model(call)).await
     }
     // ANCHOR_END: call_model
 
@@ -226,12 +264,12 @@ impl<H: Hooks> Agent<H> {
         &mut self,
         calls: &[ToolUse],
         truncated: bool,
-        observer: &mut dyn Observer,
+        relay: &Relay<'_>,
         cancel: &CancellationToken,
     ) -> Vec<ContentBlock> {
         let mut results = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
-            observer.event(Event::ToolCall(call));
+            relay.event(Event::ToolCall(call));
             let output = if truncated && index + 1 == calls.len() {
                 // The reply was cut off while the model was still writing
                 // this call, so its input is incomplete: do not run it.
@@ -243,7 +281,7 @@ impl<H: Hooks> Agent<H> {
                 ToolOutput::error("Not run: the user cancelled the turn.")
             } else {
                 tokio::select! {
-                    output = self.hooks.run_tool(call) => output,
+                    output = relay.around(self.hooks.run_tool(call)) => output,
                     () = cancel.cancelled() => ToolOutput::error("Interrupted: the user cancelled the turn while this tool was running."),
                 }
             };
@@ -251,7 +289,7 @@ impl<H: Hooks> Agent<H> {
                 is_error: output.is_error,
                 ..ToolResult::ok(call.id.clone(), output.text)
             };
-            observer.event(Event::ToolResult(call, &result));
+            relay.event(Event::ToolResult(call, &result));
             results.push(ContentBlock::ToolResult(result));
         }
         results
@@ -273,3 +311,52 @@ fn clean_reply(content: Vec<ContentBlock>) -> Message {
     }
 }
 // ANCHOR_END: clean_reply
+
+// ANCHOR: relay
+/// The observer during one turn, shared by the loop's own events and the
+/// notices the hooks emit. A hook's notice reaches the observer while the
+/// hook is still running (a retry's wait, a long summary), not after it.
+struct Relay<'o> {
+    // A std mutex: it is locked only between awaits, never across one.
+    observer: Mutex<&'o mut dyn Observer>,
+    notices: Notices,
+}
+
+impl<'o> Relay<'o> {
+    fn new(observer: &'o mut dyn Observer, notices: Notices) -> Self {
+        Self {
+            observer: Mutex::new(observer),
+            notices,
+        }
+    }
+
+    fn event(&self, event: Event<'_>) {
+        self.observer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .event(event);
+    }
+
+    /// Passes every queued notice on.
+    fn flush(&self) {
+        for notice in self.notices.take() {
+            self.event(Event::Notice(&notice));
+        }
+    }
+
+    /// Awaits `work`, passing notices on as they are emitted meanwhile.
+    async fn around<F: Future>(&self, work: F) -> F::Output {
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                output = &mut work => {
+                    self.flush();
+                    return output;
+                }
+                () = self.notices.ready() => self.flush(),
+            }
+        }
+    }
+}
+// ANCHOR_END: relay

@@ -7,9 +7,13 @@
 //! * [`model`]: the Anthropic client, the OpenAI-compatible client and the
 //!   scripted demo model, behind one [`model::Model`] trait.
 //! * [`tools`]: the five base tools, confined to the workspace.
+//! * [`fs`]: the one atomic, durable write for every file the harness owns.
 //! * [`history`]: the pairing rules every history must keep.
+//! * [`notice`]: one-line reports from the mechanisms to the observer.
+//! * [`settings`]: environment overrides, parsed in one place.
 //! * [`cli`]: the terminal front end (arguments, `.env`, REPL, streaming).
-//! * [`testing`]: a fake HTTP server for tests of the clients and lessons.
+//! * `testing` (feature `testing`, for tests only): a fake HTTP server and a
+//!   recording observer.
 //!
 //! No lesson changes this crate; chapters that seem to need a change to the
 //! loop get a new hook here instead, for all lessons at once.
@@ -17,10 +21,14 @@
 pub mod agent;
 pub mod cli;
 pub mod error;
+pub mod fs;
 pub mod history;
 pub mod hooks;
 pub mod model;
+pub mod notice;
 pub mod protocol;
+pub mod settings;
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod text;
 pub mod tools;

@@ -253,3 +253,40 @@ pub fn anthropic_stream(blocks: &[serde_json::Value], stop_reason: &str) -> Stri
     body.push_str(&sse_event("message_stop", &json!({"type": "message_stop"})));
     body
 }
+
+// ANCHOR: recorder
+/// An observer that keeps what a turn showed, for tests to assert on: the
+/// streamed text, each tool call with its result, and every notice.
+#[derive(Debug, Default, Clone)]
+pub struct Recorder {
+    pub text: String,
+    pub calls: Vec<crate::protocol::ToolUse>,
+    pub results: Vec<crate::protocol::ToolResult>,
+    pub notices: Vec<crate::notice::Notice>,
+}
+
+impl Recorder {
+    /// The notices with this tag, as `text` only.
+    pub fn notices_tagged(&self, tag: &str) -> Vec<String> {
+        self.notices
+            .iter()
+            .filter(|notice| notice.tag == tag)
+            .map(|notice| notice.text.clone())
+            .collect()
+    }
+}
+
+impl crate::agent::Observer for Recorder {
+    fn event(&mut self, event: crate::agent::Event<'_>) {
+        use crate::agent::Event;
+        use crate::protocol::Delta;
+        match event {
+            Event::Delta(Delta::Text(text)) => self.text.push_str(text),
+            Event::Delta(_) | Event::ReplyDone => {}
+            Event::ToolCall(call) => self.calls.push(call.clone()),
+            Event::ToolResult(_, result) => self.results.push(result.clone()),
+            Event::Notice(notice) => self.notices.push(notice.clone()),
+        }
+    }
+}
+// ANCHOR_END: recorder

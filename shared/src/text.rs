@@ -1,4 +1,4 @@
-//! Cutting text without splitting a character.
+//! Cutting text without splitting a character, and counting nouns.
 //!
 //! Rust strings are UTF-8, and slicing one in the middle of a multi-byte
 //! character panics. Every preview and every output limit in the course goes
@@ -29,6 +29,16 @@ pub fn limit_output(text: &str, max_chars: usize) -> String {
     }
 }
 
+/// `1 round`, `3 rounds`, `1 memory`, `2 memories`: the count and the
+/// noun that fits it.
+pub fn plural(count: usize, one: &str, many: &str) -> String {
+    if count == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{count} {many}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,6 +52,13 @@ mod tests {
             let limited = limit_output(text, max);
             assert!(limited.starts_with(&text.chars().take(max).collect::<String>()));
         }
+    }
+
+    #[test]
+    fn plural_picks_the_noun_for_the_count() {
+        assert_eq!(plural(1, "memory", "memories"), "1 memory");
+        assert_eq!(plural(0, "memory", "memories"), "0 memories");
+        assert_eq!(plural(3, "round", "rounds"), "3 rounds");
     }
 
     #[test]

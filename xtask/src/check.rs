@@ -5,7 +5,11 @@
 //! The rules:
 //! 1. Generated pages (`SUMMARY.md`, `lessons.md`, `changes/*.md`) equal what
 //!    `cargo xtask docs` would write now; `changes/` holds no page of a
-//!    lesson that is gone.
+//!    lesson that is gone. The pages list each lesson's tools from its
+//!    snapshot `tests/it/snapshots/it__offered_tools__tools.snap` (what
+//!    `tests/it/offered_tools.rs` recorded the lesson sending, see
+//!    [`crate::tools`]), so a missing or unreadable snapshot is reported,
+//!    with the command that writes it.
 //! 2. Every lesson crate `crates/sNN_name` has a chapter
 //!    `docs/src/sNN_name.md`, and every `docs/src/sNN_*.md` has a crate.
 //! 3. In every hand-written page, each `{{#include}}` (`rustdoc_include`,
@@ -18,25 +22,53 @@
 //! 5. Each `cargo run -p CRATE -- FLAGS` in a shell block names a lesson
 //!    crate and only flags that lesson accepts (see [`crate::flags`]); each
 //!    `cargo xtask diff` names existing lessons.
-//! 6. Copy-forward: every file that differs between lesson N-1 and lesson N
-//!    (after normalisation, see [`crate::lessons`]) or exists in only one is
-//!    mentioned in chapter N by its crate-relative path (`src/dispatch.rs`).
-//!    A mention counts standing alone or right after `crates/<lesson>/`, as
-//!    in an include path; `shared/src/hooks.rs` is not a mention of
-//!    `src/hooks.rs`.
+//! 6. Copy-forward: every file outside `tests/` that differs between lesson
+//!    N-1 and lesson N (after normalisation, see [`crate::lessons`]) or
+//!    exists in only one is mentioned in chapter N by its crate-relative path
+//!    (`src/dispatch.rs`). A mention counts standing alone or right after
+//!    `crates/<lesson>/`, as in an include path; `shared/src/hooks.rs` is not
+//!    a mention of `src/hooks.rs`. Tests are left to rule 7: inherited test
+//!    modules may not differ at all, and the wiring files differ by design.
+//! 7. Inherited tests: a lesson's tests are one binary, `tests/it/main.rs`,
+//!    with one module per mechanism (`tests/it/dispatch.rs`) and the
+//!    lesson's own wiring (`tests/it/support.rs`, `tests/it/demo.rs`, or
+//!    `support/` and `demo/` directories). Every file under `tests/it/` of
+//!    lesson N-1 except that wiring, `main.rs` and `snapshots/` (insta
+//!    output) exists in lesson N byte for byte, with no normalisation; so
+//!    such a file must not name its crate (`s05_todo_write`): only `main.rs`
+//!    may, as `extern crate s05_todo_write as lesson;` and in `BIN`. A
+//!    lesson without `tests/it/` is still on the old layout and is skipped.
+//! 8. One test binary: a lesson with `tests/it/main.rs` has no other test
+//!    target in `tests/` (a top-level `tests/*.rs`, or another
+//!    `tests/*/main.rs`), since cargo builds each as a binary of its own;
+//!    and a `tests/it/` directory has a `main.rs`.
+//! 9. Descriptions: the `description` in a lesson's `Cargo.toml` starts
+//!    with `Lesson N:` for the lesson's own number N (a copied lesson keeps
+//!    the number of the one it was copied from until someone changes it).
+//! 10. New dependencies: in chapter N, the bullet that starts with
+//!     ``- `Cargo.toml` `` (with the indented lines that continue it) names
+//!     no dependency as new that lesson N-1 already had. Every code span in
+//!     it that is a dependency of lesson N (in `[dependencies]` or
+//!     `[dev-dependencies]`, see [`crate::manifest`]) must be added or moved
+//!     there: lesson N-1 must lack it in at least one section where lesson N
+//!     has it. Other names (files, features, a dependency the lesson drops,
+//!     one the root workspace gains) are not dependencies of lesson N and
+//!     pass.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::diff;
 use crate::flags::Flags;
 use crate::lessons::{self, Lesson};
+use crate::manifest::Manifest;
 use crate::markdown::{self, Selector};
 use crate::pages::{self, BOOK_SRC};
 use crate::shell::{self, Cargo};
+use crate::tools;
 
 /// One thing wrong, with where and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +101,7 @@ pub fn run(root: &Path) -> Result<Vec<Problem>> {
     let generated = pages::render_all(root)?;
     let mut problems = Vec::new();
     generated_pages(root, &generated, &mut problems)?;
+    tool_snapshots(&lessons, &mut problems);
     chapters(root, &lessons, &mut problems)?;
     let book_pages = book_pages(root)?;
     // Flags every lesson has, from `shared` (its `CommonArgs`).
@@ -90,6 +123,11 @@ pub fn run(root: &Path) -> Result<Vec<Problem>> {
         links(root, path, text, &generated, &mut problems);
     }
     copy_forward(root, &lessons, &mut problems)?;
+    inherited_tests(&lessons, &mut problems)?;
+    one_test_binary(&lessons, &mut problems)?;
+    let manifests = manifests(&lessons)?;
+    descriptions(&lessons, &manifests, &mut problems);
+    new_dependencies(root, &lessons, &manifests, &mut problems);
     Ok(problems)
 }
 
@@ -109,6 +147,22 @@ fn generated_pages(
         ));
     }
     Ok(())
+}
+
+/// Rule 1: the snapshots the pages take the tools from.
+fn tool_snapshots(lessons: &[Lesson], problems: &mut Vec<Problem>) {
+    for lesson in lessons {
+        if let Err(why) = tools::offered(lesson) {
+            problems.push(problem(
+                format!("crates/{}/{}", lesson.name, tools::SNAPSHOT),
+                format!(
+                    "{why}, so the book cannot list the tools {} offers: run `{}` (the test is tests/it/offered_tools.rs, the same in every lesson), check the snapshot, then run `cargo xtask docs`",
+                    lesson.name,
+                    tools::update_command(lesson)
+                ),
+            ));
+        }
+    }
 }
 
 /// Rule 2.
@@ -458,6 +512,10 @@ fn copy_forward(root: &Path, lessons: &[Lesson], problems: &mut Vec<Problem>) ->
             continue;
         };
         for change in diff::compare(previous, lesson)? {
+            // Tests are rule 7's.
+            if change.path.starts_with("tests/") {
+                continue;
+            }
             if !mentions(&chapter, &change.path, &names) {
                 problems.push(problem(
                     &chapter_path,
@@ -503,6 +561,294 @@ fn is_path_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')
 }
 
+/// Where a lesson's one test binary lives, crate-relative.
+const TEST_BINARY: &str = "tests/it";
+
+/// Whether a file under `tests/it/` (relative to it) is the lesson's own
+/// wiring rather than an inherited module (see rule 7).
+fn is_wiring(relative: &str) -> bool {
+    matches!(relative, "main.rs" | "support.rs" | "demo.rs")
+        || relative.starts_with("support/")
+        || relative.starts_with("demo/")
+}
+
+/// The inherited files of a lesson's test binary: path relative to
+/// `tests/it/` → bytes. `None` when the lesson has no `tests/it/`.
+fn test_modules(lesson: &Lesson) -> Result<Option<BTreeMap<String, Vec<u8>>>> {
+    let dir = lesson.dir.join(TEST_BINARY);
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let mut out = BTreeMap::new();
+    for path in lessons::all_files(&dir)? {
+        let relative = lessons::relative_path(&dir, &path);
+        if is_wiring(&relative) || !lessons::is_lesson_file(Path::new(&relative)) {
+            continue;
+        }
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        out.insert(relative, bytes);
+    }
+    Ok(Some(out))
+}
+
+/// The 1-based number of the first line where `a` and `b` differ.
+fn first_different_line(a: &[u8], b: &[u8]) -> usize {
+    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    a[..same].iter().filter(|&&byte| byte == b'\n').count() + 1
+}
+
+/// Rule 7.
+fn inherited_tests(lessons: &[Lesson], problems: &mut Vec<Problem>) -> Result<()> {
+    let modules: BTreeMap<&str, BTreeMap<String, Vec<u8>>> = lessons
+        .iter()
+        .filter_map(|lesson| {
+            test_modules(lesson)
+                .map(|found| found.map(|files| (lesson.name.as_str(), files)))
+                .transpose()
+        })
+        .collect::<Result<_>>()?;
+    for lesson in lessons {
+        let Some(own) = modules.get(lesson.name.as_str()) else {
+            continue;
+        };
+        let place = |path: &str| format!("crates/{}/{TEST_BINARY}/{path}", lesson.name);
+        for (path, bytes) in own {
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                continue;
+            };
+            if let Some(line) = text.lines().position(|line| line.contains(&lesson.name)) {
+                problems.push(problem(
+                    format!("{}:{}", place(path), line + 1),
+                    format!(
+                        "names the crate {}: only {TEST_BINARY}/main.rs may name it, so that the module can be copied to the next lesson unchanged: write `lesson::…` (main.rs has `extern crate {} as lesson;`) and `crate::BIN` for the binary",
+                        lesson.name, lesson.name
+                    ),
+                ));
+            }
+        }
+        let Some(previous) = lessons::previous(lessons, lesson) else {
+            continue;
+        };
+        let Some(inherited) = modules.get(previous.name.as_str()) else {
+            continue;
+        };
+        for (path, old) in inherited {
+            let old_place = format!("crates/{}/{TEST_BINARY}/{path}", previous.name);
+            match own.get(path) {
+                None => {
+                    let declare = if path.ends_with(".rs") {
+                        " (and declare the module in main.rs)"
+                    } else {
+                        ""
+                    };
+                    problems.push(problem(
+                        place(path),
+                        format!(
+                            "is missing, but {old_place} has it: inherited test modules must stay identical in every later lesson: copy it forward{declare}"
+                        ),
+                    ));
+                }
+                Some(new) if new != old => {
+                    // Walk back to the lesson that introduced the module.
+                    let mut introduced = previous;
+                    while let Some(earlier) =
+                        lessons::previous(lessons, introduced).filter(|earlier| {
+                            modules
+                                .get(earlier.name.as_str())
+                                .is_some_and(|files| files.contains_key(path))
+                        })
+                    {
+                        introduced = earlier;
+                    }
+                    problems.push(problem(
+                        place(path),
+                        format!(
+                            "differs from {old_place} (first difference: line {}): inherited test modules must stay identical in every later lesson: make the change in crates/{}/{TEST_BINARY}/{path}, where {} introduced it, and copy it forward; what only this lesson needs goes in {TEST_BINARY}/support.rs",
+                            first_different_line(old, new),
+                            introduced.name,
+                            introduced.id()
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rule 8.
+fn one_test_binary(lessons: &[Lesson], problems: &mut Vec<Problem>) -> Result<()> {
+    for lesson in lessons {
+        let tests = lesson.dir.join("tests");
+        let it = lesson.dir.join(TEST_BINARY);
+        if !it.is_dir() {
+            continue;
+        }
+        let crate_dir = format!("crates/{}", lesson.name);
+        if !it.join("main.rs").is_file() {
+            problems.push(problem(
+                format!("{crate_dir}/{TEST_BINARY}"),
+                format!(
+                    "has no main.rs, so cargo builds no test from it: write {TEST_BINARY}/main.rs (it names the crate and declares the modules)"
+                ),
+            ));
+            continue;
+        }
+        let mut extra = Vec::new();
+        for entry in
+            std::fs::read_dir(&tests).with_context(|| format!("reading {}", tests.display()))?
+        {
+            let path = entry?.path();
+            let name = path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let is_target = if path.is_dir() {
+                name != "it" && path.join("main.rs").is_file()
+            } else {
+                path.extension().is_some_and(|ext| ext == "rs")
+            };
+            if is_target {
+                extra.push(if path.is_dir() {
+                    format!("{name}/main.rs")
+                } else {
+                    name
+                });
+            }
+        }
+        extra.sort();
+        for name in extra {
+            let module = name.trim_end_matches("/main.rs").trim_end_matches(".rs");
+            problems.push(problem(
+                format!("{crate_dir}/tests/{name}"),
+                format!(
+                    "is a test binary of its own next to {TEST_BINARY}/main.rs: make it a module of that one binary, {TEST_BINARY}/{module}.rs with `mod {module};` in main.rs"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every lesson's `Cargo.toml`, read (see [`crate::manifest`]), by crate name.
+fn manifests(lessons: &[Lesson]) -> Result<BTreeMap<String, Manifest>> {
+    lessons
+        .iter()
+        .map(|lesson| {
+            let path = lesson.dir.join("Cargo.toml");
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Ok((lesson.name.clone(), Manifest::parse(&text)))
+        })
+        .collect()
+}
+
+/// Rule 9.
+fn descriptions(
+    lessons: &[Lesson],
+    manifests: &BTreeMap<String, Manifest>,
+    problems: &mut Vec<Problem>,
+) {
+    for lesson in lessons {
+        let Some(manifest) = manifests.get(&lesson.name) else {
+            continue;
+        };
+        let place = format!("crates/{}/Cargo.toml", lesson.name);
+        let wanted = format!("Lesson {}:", lesson.number);
+        match &manifest.description {
+            None => problems.push(problem(
+                place,
+                format!(
+                    "has no `description` in [package]: add `description = \"{wanted} …\"` (the mechanism, in a few words)"
+                ),
+            )),
+            Some((line, description)) if !description.starts_with(&wanted) => {
+                problems.push(problem(
+                    format!("{place}:{line}"),
+                    format!(
+                        "the description starts {:?}, not {wanted:?}: start it with {wanted:?}, this lesson's own number",
+                        opening(description)
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// How a description starts, for a message: `Lesson 5:` when it starts
+/// like one, else its first few words.
+fn opening(description: &str) -> String {
+    if let Some(rest) = description.strip_prefix("Lesson ")
+        && let Some(colon) = rest.find(':')
+        && colon <= 4
+    {
+        return description[.."Lesson ".len() + colon + 1].to_string();
+    }
+    let words: Vec<&str> = description.split_whitespace().take(4).collect();
+    let mut out = words.join(" ");
+    if description.split_whitespace().count() > words.len() {
+        out.push_str(" …");
+    }
+    out
+}
+
+/// Rule 10.
+fn new_dependencies(
+    root: &Path,
+    lessons: &[Lesson],
+    manifests: &BTreeMap<String, Manifest>,
+    problems: &mut Vec<Problem>,
+) {
+    for lesson in lessons {
+        let Some(previous) = lessons::previous(lessons, lesson) else {
+            continue;
+        };
+        let (Some(now), Some(before)) =
+            (manifests.get(&lesson.name), manifests.get(&previous.name))
+        else {
+            continue;
+        };
+        let chapter_path = format!("{BOOK_SRC}/{}", lesson.chapter_file());
+        // A missing chapter is reported by rule 2 already.
+        let Ok(chapter) = std::fs::read_to_string(root.join(&chapter_path)) else {
+            continue;
+        };
+        for bullet in markdown::bullets(&chapter, "- `Cargo.toml`") {
+            let mut seen = Vec::new();
+            for (offset, name) in markdown::code_spans(&bullet.lines.join("\n")) {
+                if seen.contains(&name) {
+                    continue;
+                }
+                let Some(sections) = now.sections_of(&name) else {
+                    continue;
+                };
+                let had = before.sections_of(&name);
+                let added_somewhere = sections
+                    .iter()
+                    .any(|section| !had.is_some_and(|had| had.contains(section)));
+                if added_somewhere {
+                    continue;
+                }
+                let listed: Vec<String> = sections.iter().map(|s| format!("[{s}]")).collect();
+                problems.push(problem(
+                    format!("{chapter_path}:{}", bullet.line + offset),
+                    format!(
+                        "the `Cargo.toml` bullet calls `{name}` a new dependency, but {} already depends on it ({}): name only the dependencies lesson {} adds or moves (`cargo xtask diff {}` shows its Cargo.toml)",
+                        previous.name,
+                        listed.join(", "),
+                        lesson.number,
+                        lesson.id()
+                    ),
+                ));
+                seen.push(name);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -531,6 +877,17 @@ mod tests {
             assert!(!mentions(text, "src/dispatch.rs", &names), "{text}");
         }
         assert!(mentions("the `Cargo.toml` gains", "Cargo.toml", &names));
+    }
+
+    #[test]
+    fn a_description_is_quoted_by_its_opening() {
+        assert_eq!(opening("Lesson 5: todo write — a plan"), "Lesson 5:");
+        assert_eq!(opening("Lesson 12: x"), "Lesson 12:");
+        assert_eq!(
+            opening("The agent loop, with one tool"),
+            "The agent loop, with …"
+        );
+        assert_eq!(opening("Lesson five"), "Lesson five");
     }
 
     #[test]

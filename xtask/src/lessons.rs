@@ -165,7 +165,7 @@ pub fn is_anchor_line(line: &str) -> bool {
 /// hidden files (runtime state such as `.tasks/`), editor backups and insta
 /// snapshots are not: snapshots are test output, and the test that writes
 /// them is compared already.
-fn is_lesson_file(relative: &Path) -> bool {
+pub fn is_lesson_file(relative: &Path) -> bool {
     relative.components().all(|part| {
         let part = part.as_os_str().to_string_lossy();
         !(part.starts_with('.') || part == "target" || part == "snapshots")
@@ -234,7 +234,15 @@ pub fn relative_path(root: &Path, path: &Path) -> String {
 
 /// Every file under `dir` (recursively) whose extension is `extension`,
 /// in no particular order. A directory that cannot be read is skipped.
-pub fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<std::path::PathBuf>> {
+pub fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
+    let mut out = all_files(dir)?;
+    out.retain(|path| path.extension().is_some_and(|ext| ext == extension));
+    Ok(out)
+}
+
+/// Every file under `dir` (recursively), in no particular order. A
+/// directory that cannot be read is skipped.
+pub fn all_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
@@ -245,7 +253,7 @@ pub fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<std::path
             let path = entry?.path();
             if path.is_dir() {
                 pending.push(path);
-            } else if path.extension().is_some_and(|ext| ext == extension) {
+            } else {
                 out.push(path);
             }
         }

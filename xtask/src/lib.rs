@@ -3,7 +3,7 @@
 //!
 //! - `diff`: what one lesson crate changed against another;
 //! - `docs`: regenerate the book's generated pages and build the book;
-//! - `check`: the book and the lessons agree (also run by `tests/book.rs`,
+//! - `check`: the book and the lessons agree (also run by `tests/it/book.rs`,
 //!   so `cargo test --workspace` catches the same problems).
 //!
 //! It is a library as well as a binary so that the checks run from a test.
@@ -13,6 +13,7 @@ pub mod diff;
 pub mod docs;
 pub mod flags;
 pub mod lessons;
+pub mod manifest;
 pub mod markdown;
 pub mod pages;
 pub mod rust_items;

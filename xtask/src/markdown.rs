@@ -1,9 +1,10 @@
 //! What the checks need from the book's markdown: mdBook `{{#include}}`
-//! links, ordinary links, heading ids, shell code blocks and the chapter
-//! motto. Links, headings and code blocks come from pulldown-cmark (the
-//! parser mdBook uses), so code spans and code blocks are not mistaken for
-//! links; `{{#include}}` is found in the raw text, as mdBook does, before any
-//! markdown parsing.
+//! links, ordinary links, heading ids, shell code blocks, the chapter
+//! motto, and the bullets of a list with their code spans. Links, headings
+//! and code blocks come from pulldown-cmark (the parser mdBook uses), so
+//! code spans and code blocks are not mistaken for links; `{{#include}}` is
+//! found in the raw text, as mdBook does, before any markdown parsing, and
+//! so are bullets (line by line, outside fenced code).
 
 use std::collections::HashSet;
 
@@ -261,6 +262,84 @@ pub fn motto(text: &str) -> Option<String> {
     None
 }
 
+/// A bullet of a list: its first line (1-based) and its lines, the first
+/// one and every indented line that continues it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bullet {
+    pub line: usize,
+    pub lines: Vec<String>,
+}
+
+/// Every bullet whose first line starts with `start` (such as
+/// ``- `Cargo.toml` ``), outside fenced code. The bullet goes on over the
+/// following lines that are indented and not blank.
+pub fn bullets(text: &str, start: &str) -> Vec<Bullet> {
+    let mut out = Vec::new();
+    let mut fence: Option<&str> = None;
+    let mut current: Option<Bullet> = None;
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if let Some(open) = fence {
+            if trimmed.starts_with(open) {
+                fence = None;
+            }
+            continue;
+        }
+        if let Some(bullet) = current.as_mut() {
+            if line.starts_with([' ', '\t']) && !trimmed.is_empty() {
+                bullet.lines.push(line.to_string());
+                continue;
+            }
+            out.extend(current.take());
+        }
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fence = Some(&trimmed[..3]);
+        } else if line.starts_with(start) {
+            current = Some(Bullet {
+                line: index + 1,
+                lines: vec![line.to_string()],
+            });
+        }
+    }
+    out.extend(current);
+    out
+}
+
+/// The code spans of `text` (`` `x` ``, ``` ``x`` ```): for each, the
+/// 0-based line it starts on and its contents, trimmed. A span may cross a
+/// line break, as in markdown; a run of backticks that nothing closes is
+/// plain text.
+pub fn code_spans(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut rest = 0;
+    while let Some(found) = text[rest..].find('`') {
+        let open = rest + found;
+        let ticks = text[open..].len() - text[open..].trim_start_matches('`').len();
+        let body = open + ticks;
+        // The closing run has exactly as many backticks.
+        let mut search = body;
+        let mut close = None;
+        while let Some(found) = text[search..].find('`') {
+            let at = search + found;
+            let run = text[at..].len() - text[at..].trim_start_matches('`').len();
+            if run == ticks {
+                close = Some(at);
+                break;
+            }
+            search = at + run;
+        }
+        match close {
+            Some(at) => {
+                let line = text[..open].matches('\n').count();
+                out.push((line, text[body..at].trim().to_string()));
+                rest = at + ticks;
+            }
+            None => rest = body,
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,5 +402,37 @@ mod tests {
         assert_eq!(blocks.len(), 1);
         assert_eq!(blocks[0].code, "cargo run -p s01_agent_loop\n");
         assert_eq!(blocks[0].line, 5);
+    }
+
+    #[test]
+    fn bullets_go_on_over_indented_lines_and_code_spans_are_read() {
+        let text = "- `Cargo.toml` \u{2014} `clap` and\n  `serde`.\n- `src/x.rs` uses `tokio`.\n\n\
+                    ```\n- `Cargo.toml` in code\n```\n- `Cargo.toml`: `a`\n\tgoes on\n\n  not after a blank\n";
+        let found = bullets(text, "- `Cargo.toml`");
+        assert_eq!(
+            found,
+            [
+                Bullet {
+                    line: 1,
+                    lines: vec![
+                        "- `Cargo.toml` \u{2014} `clap` and".into(),
+                        "  `serde`.".into()
+                    ],
+                },
+                Bullet {
+                    line: 8,
+                    lines: vec!["- `Cargo.toml`: `a`".into(), "\tgoes on".into()],
+                },
+            ]
+        );
+        assert_eq!(
+            code_spans("`a` and ``b ` c`` and `d\ne` and ` f ` and `open"),
+            [
+                (0, "a".to_string()),
+                (0, "b ` c".to_string()),
+                (0, "d\ne".to_string()),
+                (1, "f".to_string())
+            ]
+        );
     }
 }

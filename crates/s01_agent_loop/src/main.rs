@@ -2,5 +2,8 @@ use std::process::ExitCode;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    shared::cli::main(s01_agent_loop::LESSON, s01_agent_loop::build).await
+    shared::cli::main(s01_agent_loop::LESSON, |setup| {
+        s01_agent_loop::build(setup, s01_agent_loop::Options::default())
+    })
+    .await
 }

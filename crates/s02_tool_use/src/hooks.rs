@@ -1,22 +1,32 @@
 //! What this lesson plugs into the loop.
 
 use shared::hooks::{Hooks, ToolOutput};
+use shared::notice::Notices;
 use shared::protocol::{SystemBlock, ToolSpec, ToolUse};
 use shared::tools::Workspace;
 
-use crate::dispatch::{ToolRegistry, base_tools};
+use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 
 /// The lesson's hooks: a system prompt and a dispatch map of tools.
 pub struct LessonHooks {
-    workspace: Workspace,
     tools: ToolRegistry,
+    /// The context every tool call gets.
+    context: ToolContext,
 }
 
 impl LessonHooks {
-    /// Hooks working in `workspace`, with the five base tools.
-    pub fn new(workspace: Workspace) -> Self {
-        let tools = base_tools(&workspace);
-        Self { workspace, tools }
+    /// Hooks working in `workspace`, with the five base tools, reporting to
+    /// `notices`.
+    pub fn new(workspace: Workspace, notices: Notices) -> Self {
+        Self {
+            tools: base_tools(),
+            context: ToolContext::new(workspace, notices),
+        }
+    }
+
+    /// The dispatch map, to add or remove tools between calls.
+    pub fn tool_registry(&mut self) -> &mut ToolRegistry {
+        &mut self.tools
     }
 }
 
@@ -24,7 +34,7 @@ impl Hooks for LessonHooks {
     fn system_prompt(&mut self) -> Vec<SystemBlock> {
         vec![SystemBlock::text(format!(
             "You are a coding agent at {}. Use tools to solve tasks. Act, don't explain.",
-            self.workspace.root().display()
+            self.context.workspace.root().display()
         ))]
     }
 
@@ -33,6 +43,6 @@ impl Hooks for LessonHooks {
     }
 
     async fn run_tool(&mut self, call: &ToolUse) -> ToolOutput {
-        self.tools.dispatch(call).await
+        self.tools.dispatch(call, &self.context).await
     }
 }

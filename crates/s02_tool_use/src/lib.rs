@@ -24,9 +24,16 @@ pub const LESSON: Lesson = Lesson {
     demo_script: include_str!("../demo.json"),
 };
 
+/// What a caller may choose about the agent besides the [`Setup`]. Lesson
+/// 1 has nothing to choose yet; later lessons add a field for each choice
+/// (an approver, a skills directory, thresholds), always with a default, so
+/// `Options::default()` builds the lesson as its binary runs it.
+#[derive(Default)]
+pub struct Options {}
+
 /// Builds the agent: the shared loop plus this lesson's hooks.
-pub fn build(setup: Setup) -> anyhow::Result<Agent<LessonHooks>> {
-    let hooks = LessonHooks::new(setup.workspace);
-    Ok(Agent::new(setup.model, setup.model_id, hooks))
+pub fn build(setup: Setup, _options: Options) -> anyhow::Result<Agent<LessonHooks>> {
+    let hooks = LessonHooks::new(setup.workspace, setup.notices.clone());
+    Ok(Agent::new(setup.model, setup.model_id, hooks).with_notices(setup.notices))
 }
 // ANCHOR_END: build

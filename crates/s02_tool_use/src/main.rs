@@ -2,5 +2,8 @@ use std::process::ExitCode;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    shared::cli::main(s02_tool_use::LESSON, s02_tool_use::build).await
+    shared::cli::main(s02_tool_use::LESSON, |setup| {
+        s02_tool_use::build(setup, s02_tool_use::Options::default())
+    })
+    .await
 }

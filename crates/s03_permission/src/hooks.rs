@@ -1,31 +1,37 @@
 //! What this lesson plugs into the loop.
 
 use shared::hooks::{Hooks, ToolOutput};
+use shared::notice::Notices;
 use shared::protocol::{SystemBlock, ToolSpec, ToolUse};
 use shared::tools::Workspace;
 
-use crate::dispatch::{ToolRegistry, base_tools};
+use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::permission::{Approver, Decision, PermissionGate};
 
 /// The lesson's hooks: a system prompt, a dispatch map of tools and the
 /// permission gate in front of it.
 pub struct LessonHooks {
-    workspace: Workspace,
     tools: ToolRegistry,
+    /// The context every tool call gets.
+    context: ToolContext,
     permission: PermissionGate,
 }
 
 impl LessonHooks {
-    /// Hooks working in `workspace`, with the five base tools, asking
-    /// `approver` before risky calls.
-    pub fn new(workspace: Workspace, approver: Box<dyn Approver>) -> Self {
-        let tools = base_tools(&workspace);
+    /// Hooks working in `workspace`, with the five base tools, reporting to
+    /// `notices`, asking `approver` before risky calls.
+    pub fn new(workspace: Workspace, notices: Notices, approver: Box<dyn Approver>) -> Self {
         let permission = PermissionGate::new(workspace.clone(), approver);
         Self {
-            workspace,
-            tools,
+            tools: base_tools(),
+            context: ToolContext::new(workspace, notices),
             permission,
         }
+    }
+
+    /// The dispatch map, to add or remove tools between calls.
+    pub fn tool_registry(&mut self) -> &mut ToolRegistry {
+        &mut self.tools
     }
 }
 
@@ -33,7 +39,7 @@ impl Hooks for LessonHooks {
     fn system_prompt(&mut self) -> Vec<SystemBlock> {
         vec![SystemBlock::text(format!(
             "You are a coding agent at {}. Use tools to solve tasks. Act, don't explain.",
-            self.workspace.root().display()
+            self.context.workspace.root().display()
         ))]
     }
 
@@ -46,7 +52,7 @@ impl Hooks for LessonHooks {
         if let Decision::Deny(reason) = self.permission.check(call) {
             return ToolOutput::error(reason);
         }
-        self.tools.dispatch(call).await
+        self.tools.dispatch(call, &self.context).await
     }
     // ANCHOR_END: run_tool
 }

@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use s03_permission::permission::{ApproveAll, Approver, TerminalApprover};
+use s03_permission::permission::ApproveAll;
 use shared::cli::CommonArgs;
 
 // ANCHOR: args
@@ -24,13 +24,12 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let approver: Box<dyn Approver> = if args.yes {
-        Box::new(ApproveAll)
-    } else {
-        Box::new(TerminalApprover)
-    };
+    let mut options = s03_permission::Options::default();
+    if args.yes {
+        options.approver = Box::new(ApproveAll);
+    }
     shared::cli::run(s03_permission::LESSON, args.common, |setup| {
-        s03_permission::build_with_approver(setup, approver)
+        s03_permission::build(setup, options)
     })
     .await
 }

@@ -2,15 +2,16 @@
 //! of `run_tool` onto `PreToolUse`, plus four small examples of what hooks
 //! are for — context, logging, a warning and a summary.
 //!
-//! Every hook prints one `[HOOK] …` line to standard error (grey on a
-//! terminal), so you can watch the events fire around the model's output.
+//! Every hook emits one `[hook] …` notice (shown dim on standard error),
+//! so you can watch the events fire around the model's output.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use shared::cli::describe_input;
 use shared::hooks::{PromptCheck, ToolOutput};
+use shared::notice::Notices;
 use shared::protocol::{ContentBlock, Message, ToolUse};
+use shared::text::plural;
 use shared::tools::Workspace;
 
 use crate::hook_registry::HookRegistry;
@@ -25,20 +26,32 @@ use crate::permission::{Approver, Decision, PermissionGate};
 pub const LARGE_OUTPUT_CHARS: usize = 20_000;
 
 // ANCHOR: register
-/// Registers this lesson's hooks, in the order they run.
-pub fn register(registry: &mut HookRegistry, workspace: &Workspace, approver: Box<dyn Approver>) {
-    registry.on_user_prompt_submit(context_hook(workspace.root().to_path_buf()));
+/// Registers this lesson's hooks, in the order they run; they report to
+/// `notices`.
+pub fn register(
+    registry: &mut HookRegistry,
+    workspace: &Workspace,
+    notices: &Notices,
+    approver: Box<dyn Approver>,
+) {
+    registry.on_user_prompt_submit(context_hook(
+        workspace.root().to_path_buf(),
+        notices.clone(),
+    ));
     // The permission hook comes first: when it blocks a call, the hooks
     // after it are not run, so the log shows only calls that will run.
     registry.on_pre_tool_use(permission_hook(PermissionGate::new(
         workspace.clone(),
         approver,
     )));
-    registry.on_pre_tool_use(log_pre_tool_use);
-    registry.on_post_tool_use(log_post_tool_use);
-    registry.on_post_tool_use(large_output_hook(LARGE_OUTPUT_CHARS));
-    registry.on_stop(summary_hook);
+    registry.on_pre_tool_use(log_pre_tool_use(notices.clone()));
+    registry.on_post_tool_use(log_post_tool_use(notices.clone()));
+    registry.on_post_tool_use(large_output_hook(LARGE_OUTPUT_CHARS, notices.clone()));
+    registry.on_stop(summary_hook(notices.clone()));
 }
+
+/// The tag of every notice these hooks emit.
+pub const HOOK_TAG: &str = "hook";
 // ANCHOR_END: register
 
 // ANCHOR: permission
@@ -56,46 +69,64 @@ pub fn permission_hook(mut gate: PermissionGate) -> impl FnMut(&ToolUse) -> Opti
 /// `UserPromptSubmit`: says where the agent is working. It returns `None`,
 /// so the prompt goes through as typed; returning
 /// `Some(PromptCheck::Replace(…))` would inject the text into the prompt.
-pub fn context_hook(root: PathBuf) -> impl FnMut(&str) -> Option<PromptCheck> + Send {
+pub fn context_hook(
+    root: PathBuf,
+    notices: Notices,
+) -> impl FnMut(&str) -> Option<PromptCheck> + Send {
     move |_prompt| {
-        hook_line(&format!("UserPromptSubmit: working in {}", root.display()));
+        notices.emit(
+            HOOK_TAG,
+            format!("UserPromptSubmit: working in {}", root.display()),
+        );
         None
     }
 }
 
 /// `PreToolUse`: logs each call that is about to run.
-pub fn log_pre_tool_use(call: &ToolUse) -> Option<String> {
-    hook_line(&format!(
-        "PreToolUse: {}({})",
-        call.name,
-        describe_input(call)
-    ));
-    None
+pub fn log_pre_tool_use(notices: Notices) -> impl FnMut(&ToolUse) -> Option<String> + Send {
+    move |call| {
+        notices.emit(
+            HOOK_TAG,
+            format!("PreToolUse: {}({})", call.name, describe_input(call)),
+        );
+        None
+    }
 }
 
 /// `PostToolUse`: logs how much each call returned.
-pub fn log_post_tool_use(call: &ToolUse, output: &ToolOutput) {
-    let size = output.text.chars().count();
-    let outcome = if output.is_error {
-        "an error"
-    } else {
-        "output"
-    };
-    hook_line(&format!(
-        "PostToolUse: {} returned {outcome} ({size} chars)",
-        call.name
-    ));
+pub fn log_post_tool_use(notices: Notices) -> impl FnMut(&ToolUse, &ToolOutput) + Send {
+    move |call, output| {
+        let size = output.text.chars().count();
+        let outcome = if output.is_error {
+            "an error"
+        } else {
+            "output"
+        };
+        notices.emit(
+            HOOK_TAG,
+            format!(
+                "PostToolUse: {} returned {outcome} ({size} chars)",
+                call.name
+            ),
+        );
+    }
 }
 
 /// `PostToolUse`: warns when a result is longer than `threshold` characters.
-pub fn large_output_hook(threshold: usize) -> impl FnMut(&ToolUse, &ToolOutput) + Send {
+pub fn large_output_hook(
+    threshold: usize,
+    notices: Notices,
+) -> impl FnMut(&ToolUse, &ToolOutput) + Send {
     move |call, output| {
         let size = output.text.chars().count();
         if size > threshold {
-            hook_line(&format!(
-                "PostToolUse: ⚠ large output from {}: {size} chars (over {threshold})",
-                call.name
-            ));
+            notices.emit(
+                HOOK_TAG,
+                format!(
+                    "PostToolUse: ⚠ large output from {}: {size} chars (over {threshold})",
+                    call.name
+                ),
+            );
         }
     }
 }
@@ -103,23 +134,21 @@ pub fn large_output_hook(threshold: usize) -> impl FnMut(&ToolUse, &ToolOutput) 
 /// `Stop`: counts the tool calls of the session so far. It returns
 /// `None`, so the turn ends; a `Some(prompt)` would send the model back
 /// to work.
-pub fn summary_hook(history: &[Message]) -> Option<String> {
-    let calls = history
-        .iter()
-        .flat_map(|message| &message.content)
-        .filter(|block| matches!(block, ContentBlock::ToolResult(_)))
-        .count();
-    let noun = if calls == 1 { "call" } else { "calls" };
-    hook_line(&format!("Stop: session used {calls} tool {noun}"));
-    None
-}
-// ANCHOR_END: examples
-
-/// Prints `[HOOK] text` to standard error, grey when that is a terminal.
-fn hook_line(text: &str) {
-    if std::io::stderr().is_terminal() {
-        eprintln!("\x1b[90m[HOOK] {text}\x1b[0m");
-    } else {
-        eprintln!("[HOOK] {text}");
+pub fn summary_hook(notices: Notices) -> impl FnMut(&[Message]) -> Option<String> + Send {
+    move |history| {
+        let calls = history
+            .iter()
+            .flat_map(|message| &message.content)
+            .filter(|block| matches!(block, ContentBlock::ToolResult(_)))
+            .count();
+        notices.emit(
+            HOOK_TAG,
+            format!(
+                "Stop: session used {}",
+                plural(calls, "tool call", "tool calls")
+            ),
+        );
+        None
     }
 }
+// ANCHOR_END: examples

@@ -1,34 +1,41 @@
 //! What this lesson plugs into the loop.
 
 use shared::hooks::{Hooks, PromptCheck, ToolOutput};
+use shared::notice::Notices;
 use shared::protocol::{Message, SystemBlock, ToolSpec, ToolUse};
 use shared::tools::Workspace;
 
 use crate::builtin_hooks;
-use crate::dispatch::{ToolRegistry, base_tools};
+use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::hook_registry::HookRegistry;
 use crate::permission::Approver;
 
 /// The lesson's hooks: a system prompt, a dispatch map of tools and a
 /// registry of hooks around them.
 pub struct LessonHooks {
-    workspace: Workspace,
     tools: ToolRegistry,
+    /// The context every tool call gets.
+    context: ToolContext,
     registry: HookRegistry,
 }
 
 impl LessonHooks {
     /// Hooks working in `workspace`, with the five base tools and this
-    /// lesson's hooks, asking `approver` before risky calls.
-    pub fn new(workspace: Workspace, approver: Box<dyn Approver>) -> Self {
-        let tools = base_tools(&workspace);
+    /// lesson's hooks, reporting to `notices`, asking `approver` before
+    /// risky calls.
+    pub fn new(workspace: Workspace, notices: Notices, approver: Box<dyn Approver>) -> Self {
         let mut registry = HookRegistry::new();
-        builtin_hooks::register(&mut registry, &workspace, approver);
+        builtin_hooks::register(&mut registry, &workspace, &notices, approver);
         Self {
-            workspace,
-            tools,
+            tools: base_tools(),
+            context: ToolContext::new(workspace, notices),
             registry,
         }
+    }
+
+    /// The dispatch map, to add or remove tools between calls.
+    pub fn tool_registry(&mut self) -> &mut ToolRegistry {
+        &mut self.tools
     }
 
     /// The hook registry, to add hooks of your own.
@@ -41,7 +48,7 @@ impl Hooks for LessonHooks {
     fn system_prompt(&mut self) -> Vec<SystemBlock> {
         vec![SystemBlock::text(format!(
             "You are a coding agent at {}. Use tools to solve tasks. Act, don't explain.",
-            self.workspace.root().display()
+            self.context.workspace.root().display()
         ))]
     }
 
@@ -54,7 +61,7 @@ impl Hooks for LessonHooks {
         if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);
         }
-        let output = self.tools.dispatch(call).await;
+        let output = self.tools.dispatch(call, &self.context).await;
         self.registry.trigger_post_tool_use(call, &output);
         output
     }

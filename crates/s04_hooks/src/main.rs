@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use s04_hooks::permission::{ApproveAll, Approver, TerminalApprover};
+use s04_hooks::permission::ApproveAll;
 use shared::cli::CommonArgs;
 
 // ANCHOR: args
@@ -24,13 +24,12 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let approver: Box<dyn Approver> = if args.yes {
-        Box::new(ApproveAll)
-    } else {
-        Box::new(TerminalApprover)
-    };
+    let mut options = s04_hooks::Options::default();
+    if args.yes {
+        options.approver = Box::new(ApproveAll);
+    }
     shared::cli::run(s04_hooks::LESSON, args.common, |setup| {
-        s04_hooks::build_with_approver(setup, approver)
+        s04_hooks::build(setup, options)
     })
     .await
 }

@@ -1,40 +1,48 @@
 //! What this lesson plugs into the loop.
 
 use shared::hooks::{Hooks, PromptCheck, ToolOutput};
+use shared::notice::Notices;
 use shared::protocol::{Message, SystemBlock, ToolSpec, ToolUse};
 use shared::tools::Workspace;
 
 use crate::builtin_hooks;
-use crate::dispatch::{ToolRegistry, base_tools};
+use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::hook_registry::HookRegistry;
 use crate::permission::Approver;
-use crate::todo::TodoTracker;
+use crate::todo::{self, TodoTracker};
 
 /// The lesson's hooks: a system prompt, a dispatch map of tools, a
 /// registry of hooks around them, and the todo list, which the map's
 /// `todo_write` and `before_model_call` share.
 pub struct LessonHooks {
-    workspace: Workspace,
     tools: ToolRegistry,
+    /// The context every tool call gets.
+    context: ToolContext,
     registry: HookRegistry,
     todos: TodoTracker,
 }
 
 impl LessonHooks {
     /// Hooks working in `workspace`, with the five base tools, `todo_write`
-    /// and this lesson's hooks, asking `approver` before risky calls.
-    pub fn new(workspace: Workspace, approver: Box<dyn Approver>) -> Self {
-        let mut tools = base_tools(&workspace);
+    /// and this lesson's hooks, reporting to `notices`, asking `approver`
+    /// before risky calls.
+    pub fn new(workspace: Workspace, notices: Notices, approver: Box<dyn Approver>) -> Self {
+        let mut tools = base_tools();
         let todos = TodoTracker::new();
         todos.register(&mut tools);
         let mut registry = HookRegistry::new();
-        builtin_hooks::register(&mut registry, &workspace, approver);
+        builtin_hooks::register(&mut registry, &workspace, &notices, approver);
         Self {
-            workspace,
             tools,
+            context: ToolContext::new(workspace, notices),
             registry,
             todos,
         }
+    }
+
+    /// The dispatch map, to add or remove tools between calls.
+    pub fn tool_registry(&mut self) -> &mut ToolRegistry {
+        &mut self.tools
     }
 
     /// The hook registry, to add hooks of your own.
@@ -49,7 +57,7 @@ impl Hooks for LessonHooks {
             "You are a coding agent at {}. Use tools to solve tasks. Act, don't explain. \
              Before multi-step work, plan it with todo_write; then keep the list current: \
              one task in_progress at a time, each marked completed as soon as it is done.",
-            self.workspace.root().display()
+            self.context.workspace.root().display()
         ))]
     }
 
@@ -62,7 +70,7 @@ impl Hooks for LessonHooks {
         if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);
         }
-        let output = self.tools.dispatch(call).await;
+        let output = self.tools.dispatch(call, &self.context).await;
         self.registry.trigger_post_tool_use(call, &output);
         output
     }
@@ -79,6 +87,14 @@ impl Hooks for LessonHooks {
     // ANCHOR_END: triggers
 
     async fn before_model_call(&mut self, history: &mut Vec<Message>) {
-        self.todos.remind_if_due(history);
+        if self.todos.remind_if_due(history) {
+            self.context.notices.emit(
+                todo::TOOL_NAME,
+                format!(
+                    "reminder sent: open tasks, and no update for {} rounds",
+                    todo::REMIND_AFTER_ROUNDS
+                ),
+            );
+        }
     }
 }

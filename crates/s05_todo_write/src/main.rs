@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use s05_todo_write::permission::{ApproveAll, Approver, TerminalApprover};
+use s05_todo_write::permission::ApproveAll;
 use shared::cli::CommonArgs;
 
 // ANCHOR: args
@@ -24,13 +24,12 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let approver: Box<dyn Approver> = if args.yes {
-        Box::new(ApproveAll)
-    } else {
-        Box::new(TerminalApprover)
-    };
+    let mut options = s05_todo_write::Options::default();
+    if args.yes {
+        options.approver = Box::new(ApproveAll);
+    }
     shared::cli::run(s05_todo_write::LESSON, args.common, |setup| {
-        s05_todo_write::build_with_approver(setup, approver)
+        s05_todo_write::build(setup, options)
     })
     .await
 }

@@ -10,8 +10,9 @@
 //! the permission gate applies to it as well.
 //!
 //! Start reading at [`subagent`]: the tool, the subagent's hooks, and how
-//! its outcome becomes one tool result. Then [`hooks`], where `task` joins
-//! the tool list and `run_tool` lends the subagent the hook registry.
+//! its outcome becomes one tool result. Then [`hooks`], where `task` is
+//! registered in the dispatch map with the hook registry the parent and
+//! its subagents share.
 
 pub mod builtin_hooks;
 pub mod dispatch;
@@ -26,7 +27,6 @@ use shared::cli::{Lesson, Setup};
 
 pub use hooks::LessonHooks;
 use permission::{Approver, TerminalApprover};
-use subagent::Subagent;
 
 // ANCHOR: build
 /// How the terminal front end presents this lesson.
@@ -36,20 +36,26 @@ pub const LESSON: Lesson = Lesson {
     demo_script: include_str!("../demo.json"),
 };
 
-/// Builds the agent: the shared loop plus this lesson's hooks, asking on
-/// the terminal before risky calls.
-pub fn build(setup: Setup) -> anyhow::Result<Agent<LessonHooks>> {
-    build_with_approver(setup, Box::new(TerminalApprover))
+/// What a caller may choose about the agent besides the [`Setup`]. Each
+/// field has a default, so `Options::default()` builds the lesson as its
+/// binary runs it; tests and `--yes` change the fields they care about.
+pub struct Options {
+    /// Who answers `Allow? [y/N]`: the terminal by default.
+    pub approver: Box<dyn Approver>,
 }
 
-/// Builds the agent with `approver` answering the permission questions
-/// (`--yes` and tests use their own).
-pub fn build_with_approver(
-    setup: Setup,
-    approver: Box<dyn Approver>,
-) -> anyhow::Result<Agent<LessonHooks>> {
-    let subagent = Subagent::new(&setup);
-    let hooks = LessonHooks::new(setup.workspace, approver, subagent);
-    Ok(Agent::new(setup.model, setup.model_id, hooks))
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            approver: Box::new(TerminalApprover),
+        }
+    }
+}
+
+/// Builds the agent: the shared loop plus this lesson's hooks, asking
+/// `options.approver` before risky calls.
+pub fn build(setup: Setup, options: Options) -> anyhow::Result<Agent<LessonHooks>> {
+    let hooks = LessonHooks::new(&setup, options);
+    Ok(Agent::new(setup.model, setup.model_id, hooks).with_notices(setup.notices))
 }
 // ANCHOR_END: build

@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use s06_subagent::permission::{ApproveAll, Approver, TerminalApprover};
+use s06_subagent::permission::ApproveAll;
 use shared::cli::CommonArgs;
 
 // ANCHOR: args
@@ -24,13 +24,12 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let approver: Box<dyn Approver> = if args.yes {
-        Box::new(ApproveAll)
-    } else {
-        Box::new(TerminalApprover)
-    };
+    let mut options = s06_subagent::Options::default();
+    if args.yes {
+        options.approver = Box::new(ApproveAll);
+    }
     shared::cli::run(s06_subagent::LESSON, args.common, |setup| {
-        s06_subagent::build_with_approver(setup, approver)
+        s06_subagent::build(setup, options)
     })
     .await
 }

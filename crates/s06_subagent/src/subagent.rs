@@ -10,7 +10,8 @@
 //! Three things are kept from the parent, on purpose:
 //!
 //! * the model and model id, so the subagent thinks as well as its parent;
-//! * the workspace, so its work lands where the parent can see it;
+//! * the tool context — the workspace, so its work lands where the parent
+//!   can see it, and the parent's notices, so the user sees it work;
 //! * the hook registry, so its tool calls pass the same `PreToolUse` and
 //!   `PostToolUse` hooks — above all the permission hook. A fresh context
 //!   must not mean a fresh set of permissions.
@@ -18,20 +19,24 @@
 //! And three things differ: its own system prompt, the five base tools
 //! without `task` (a subagent cannot spawn subagents), and a limit of
 //! [`SUBAGENT_MAX_ROUNDS`] model calls.
+//!
+//! `task` is an ordinary entry of the dispatch map: its handler captures
+//! the [`Subagent`] and the shared registry when it is registered, and gets
+//! the rest from the call's [`ToolContext`].
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Value, json};
 use shared::CancellationToken;
-use shared::agent::{Agent, Limits, TurnError, TurnOutcome};
-use shared::cli::{Setup, TerminalPrinter};
+use shared::agent::{Agent, Event, Limits, Observer, TurnError, TurnOutcome};
+use shared::cli::describe_input;
 use shared::hooks::{Hooks, ToolOutput};
 use shared::model::Model;
+use shared::notice::Notices;
 use shared::protocol::{Message, Role, SystemBlock, ToolSpec, ToolUse};
-use shared::text::truncate_chars;
-use shared::tools::Workspace;
+use shared::text::{plural, truncate_chars};
 
-use crate::dispatch::{ToolRegistry, base_tools};
+use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::hook_registry::HookRegistry;
 
 // ANCHOR: constants
@@ -41,8 +46,8 @@ pub const TASK_TOOL: &str = "task";
 /// Model calls a subagent may make before it is stopped.
 pub const SUBAGENT_MAX_ROUNDS: usize = 30;
 
-/// How the subagent's tool calls are marked on the terminal.
-pub const SUBAGENT_PREFIX: &str = "  [sub] ";
+/// The tag of the subagent's notices: its tool calls, and its start and end.
+pub const SUBAGENT_TAG: &str = "sub";
 
 /// How much of a stopped subagent's last message the parent is shown.
 const LAST_WORDS_CHARS: usize = 2_000;
@@ -72,22 +77,33 @@ pub fn spec() -> ToolSpec {
 }
 // ANCHOR_END: spec
 
+// ANCHOR: shared_hooks
+/// The hook registry, shared by the parent's hooks and every subagent, so
+/// that both run the very same `PreToolUse` and `PostToolUse` hooks. It is
+/// locked only while hooks run, never while a tool runs.
+pub type SharedHooks = Arc<Mutex<HookRegistry>>;
+
+/// Locks the shared registry. No hook is expected to panic; if one did, the
+/// registry itself is still intact, so the lock is taken anyway.
+pub fn lock(hooks: &SharedHooks) -> MutexGuard<'_, HookRegistry> {
+    hooks.lock().unwrap_or_else(PoisonError::into_inner)
+}
+// ANCHOR_END: shared_hooks
+
 // ANCHOR: subagent
-/// What a subagent shares with its parent: model, model id and workspace.
-/// The hook registry is lent to [`Subagent::run`] for each task.
+/// What a subagent shares with its parent: the model and model id. The
+/// workspace and notices come with each call's context.
 pub struct Subagent {
     model: Arc<dyn Model>,
     model_id: String,
-    workspace: Workspace,
 }
 
 impl Subagent {
-    /// Subagents that use the parent's model in the parent's workspace.
-    pub fn new(setup: &Setup) -> Self {
+    /// Subagents that use the parent's model.
+    pub fn new(model: Arc<dyn Model>, model_id: impl Into<String>) -> Self {
         Self {
-            model: setup.model.clone(),
-            model_id: setup.model_id.clone(),
-            workspace: setup.workspace.clone(),
+            model,
+            model_id: model_id.into(),
         }
     }
 
@@ -95,17 +111,29 @@ impl Subagent {
     /// the subagent's final text, or an `is_error` result saying why it
     /// stopped. Everything else it said is dropped with `history`; what it
     /// did to files stays done.
-    pub async fn run(&self, call: &ToolUse, registry: &mut HookRegistry) -> ToolOutput {
-        let description = match description_of(&call.input) {
+    pub async fn run(
+        &self,
+        input: &Value,
+        context: &ToolContext,
+        hooks: &SharedHooks,
+    ) -> ToolOutput {
+        let description = match description_of(input) {
             Ok(description) => description,
             Err(error) => return error,
         };
-        let hooks = SubagentHooks {
-            workspace: self.workspace.clone(),
-            tools: base_tools(&self.workspace),
-            registry,
+        // The subagent's own mechanisms report into a queue of their own,
+        // which its loop relays to `Relay` below and so to the parent's.
+        let own_notices = Notices::new();
+        let subagent_hooks = SubagentHooks {
+            tools: base_tools(),
+            registry: Arc::clone(hooks),
+            context: ToolContext {
+                notices: own_notices.clone(),
+                ..context.clone()
+            },
         };
-        let mut agent = Agent::new(self.model.clone(), self.model_id.clone(), hooks);
+        let mut agent = Agent::new(self.model.clone(), self.model_id.clone(), subagent_hooks)
+            .with_notices(own_notices);
         agent.limits = Limits {
             max_rounds: Some(SUBAGENT_MAX_ROUNDS),
             ..Limits::default()
@@ -113,23 +141,61 @@ impl Subagent {
         // A fresh history: the description is the first and only thing
         // the subagent knows.
         let mut history: Vec<Message> = Vec::new();
-        let mut printer = TerminalPrinter::with_prefix(SUBAGENT_PREFIX);
+        let notices = &context.notices;
         let headline = description.lines().next().unwrap_or_default().trim();
-        println!("[Subagent spawned] {}", truncate_chars(headline, 80));
+        notices.emit(
+            SUBAGENT_TAG,
+            format!("spawned: {}", truncate_chars(headline, 80)),
+        );
         // Cancelling the parent's turn drops this future, and the subagent
         // with it; its own token is never needed.
         let outcome = agent
             .run_turn(
                 &mut history,
                 description,
-                &mut printer,
+                &mut Relay(notices.clone()),
                 &CancellationToken::new(),
             )
             .await;
-        report(outcome, &history)
+        report(outcome, &history, notices)
     }
 }
+
+/// Adds `task` to the dispatch map: each call runs `subagent` behind the
+/// shared `hooks`.
+pub fn register(tools: &mut ToolRegistry, subagent: Subagent, hooks: SharedHooks) {
+    let subagent = Arc::new(subagent);
+    tools.register(spec(), move |input: Value, context: ToolContext| {
+        let subagent = Arc::clone(&subagent);
+        let hooks = Arc::clone(&hooks);
+        async move { subagent.run(&input, &context, &hooks).await }
+    });
+}
 // ANCHOR_END: subagent
+
+// ANCHOR: relay
+/// Shows the subagent's work as the parent's notices: each tool call, each
+/// failed result, each notice of its own. Its streamed text is not shown;
+/// the parent sees its summary in the tool result.
+struct Relay(Notices);
+
+impl Observer for Relay {
+    fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::ToolCall(call) => self.0.emit(
+                SUBAGENT_TAG,
+                format!("> {}: {}", call.name, describe_input(call)),
+            ),
+            Event::ToolResult(_, result) if result.is_error => self.0.emit(
+                SUBAGENT_TAG,
+                format!("  error: {}", truncate_chars(result.text().trim(), 200)),
+            ),
+            Event::Notice(notice) => self.0.emit(SUBAGENT_TAG, notice.to_string()),
+            Event::Delta(_) | Event::ReplyDone | Event::ToolResult(..) => {}
+        }
+    }
+}
+// ANCHOR_END: relay
 
 /// The `description` input, or an error the model can act on.
 fn description_of(input: &Value) -> Result<&str, ToolOutput> {
@@ -146,15 +212,23 @@ fn description_of(input: &Value) -> Result<&str, ToolOutput> {
 }
 
 // ANCHOR: report
-/// Turns the subagent's outcome into the parent's tool result, and prints
-/// the closing line.
-fn report(outcome: Result<TurnOutcome, TurnError>, history: &[Message]) -> ToolOutput {
+/// Turns the subagent's outcome into the parent's tool result, and tells
+/// the user how it ended.
+fn report(
+    outcome: Result<TurnOutcome, TurnError>,
+    history: &[Message],
+    notices: &Notices,
+) -> ToolOutput {
     let kept_out = history.len();
     match outcome {
         Ok(outcome) => {
-            let rounds = plural(outcome.rounds, "round");
-            println!(
-                "[Subagent done] {rounds}; its {kept_out} messages stay out of the parent's history"
+            let rounds = plural(outcome.rounds, "round", "rounds");
+            notices.emit(
+                SUBAGENT_TAG,
+                format!(
+                    "done in {rounds}; its {} stay out of the parent's history",
+                    plural(kept_out, "message", "messages")
+                ),
             );
             let summary = if outcome.final_text.trim().is_empty() {
                 "(the subagent ended without a summary)"
@@ -177,7 +251,7 @@ fn report(outcome: Result<TurnOutcome, TurnError>, history: &[Message]) -> ToolO
                 TurnError::Cancelled => "subagent was cancelled".to_string(),
                 TurnError::PromptBlocked(why) => format!("subagent's task was refused: {why}"),
             };
-            println!("[Subagent done] {reason}");
+            notices.emit(SUBAGENT_TAG, format!("done: {reason}"));
             let last_words = match last_text(history) {
                 Some(text) => format!(
                     "its last message was: \"{}\"",
@@ -193,15 +267,6 @@ fn report(outcome: Result<TurnOutcome, TurnError>, history: &[Message]) -> ToolO
     }
 }
 
-/// `1 round`, `3 rounds`.
-fn plural(count: usize, noun: &str) -> String {
-    if count == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{count} {noun}s")
-    }
-}
-
 /// The text of the subagent's last assistant message that has any.
 fn last_text(history: &[Message]) -> Option<String> {
     history
@@ -214,21 +279,22 @@ fn last_text(history: &[Message]) -> Option<String> {
 // ANCHOR_END: report
 
 // ANCHOR: hooks
-/// The subagent's hooks: its own prompt and tools, the parent's registry.
-struct SubagentHooks<'a> {
-    workspace: Workspace,
+/// The subagent's hooks: its own prompt and tools, the parent's registry
+/// and tool context.
+struct SubagentHooks {
     tools: ToolRegistry,
-    registry: &'a mut HookRegistry,
+    registry: SharedHooks,
+    context: ToolContext,
 }
 
-impl Hooks for SubagentHooks<'_> {
+impl Hooks for SubagentHooks {
     fn system_prompt(&mut self) -> Vec<SystemBlock> {
         vec![SystemBlock::text(format!(
             "You are a subagent working at {}. Complete the task you are given with your \
              tools, yourself: do not delegate it and do not ask questions, since nobody \
              can answer. Finish with a concise summary of what you found or changed; \
              that summary is the only thing the agent that sent you will see.",
-            self.workspace.root().display()
+            self.context.workspace.root().display()
         ))]
     }
 
@@ -241,11 +307,11 @@ impl Hooks for SubagentHooks<'_> {
     /// exactly as in the parent's `run_tool`. `UserPromptSubmit` and `Stop`
     /// belong to the user's conversation, so they are not triggered here.
     async fn run_tool(&mut self, call: &ToolUse) -> ToolOutput {
-        if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
+        if let Some(reason) = lock(&self.registry).trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);
         }
-        let output = self.tools.dispatch(call).await;
-        self.registry.trigger_post_tool_use(call, &output);
+        let output = self.tools.dispatch(call, &self.context).await;
+        lock(&self.registry).trigger_post_tool_use(call, &output);
         output
     }
 }

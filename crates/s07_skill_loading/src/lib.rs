@@ -27,7 +27,6 @@ use shared::cli::{Lesson, Setup};
 pub use hooks::LessonHooks;
 use permission::{Approver, TerminalApprover};
 pub use skills::SkillsArgs;
-use subagent::Subagent;
 
 // ANCHOR: build
 /// How the terminal front end presents this lesson.
@@ -37,31 +36,31 @@ pub const LESSON: Lesson = Lesson {
     demo_script: include_str!("../demo.json"),
 };
 
-/// Builds the agent: the shared loop plus this lesson's hooks, asking on
-/// the terminal before risky calls.
-pub fn build(setup: Setup) -> anyhow::Result<Agent<LessonHooks>> {
-    build_with_approver(setup, Box::new(TerminalApprover))
+/// What a caller may choose about the agent besides the [`Setup`]. Each
+/// field has a default, so `Options::default()` builds the lesson as its
+/// binary runs it; tests and `--yes` change the fields they care about.
+pub struct Options {
+    /// Who answers `Allow? [y/N]`: the terminal by default.
+    pub approver: Box<dyn Approver>,
+    /// Where the skills are: the workspace's `skills/`, else the course's,
+    /// unless a directory is named.
+    pub skills: SkillsArgs,
 }
 
-/// Builds the agent with `approver` answering the permission questions
-/// (`--yes` and tests use their own) and the default skills directory.
-pub fn build_with_approver(
-    setup: Setup,
-    approver: Box<dyn Approver>,
-) -> anyhow::Result<Agent<LessonHooks>> {
-    build_with_skills(setup, approver, &SkillsArgs::default())
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            approver: Box::new(TerminalApprover),
+            skills: SkillsArgs::default(),
+        }
+    }
 }
 
-/// Builds the agent with the skills found as `args` says (the workspace's
-/// `skills/`, else the course's, unless a directory is given).
-pub fn build_with_skills(
-    setup: Setup,
-    approver: Box<dyn Approver>,
-    args: &SkillsArgs,
-) -> anyhow::Result<Agent<LessonHooks>> {
-    let skills = skills::load(args, setup.workspace.root())?;
-    let subagent = Subagent::new(&setup);
-    let hooks = LessonHooks::new(setup.workspace, approver, subagent).with_skills(skills);
-    Ok(Agent::new(setup.model, setup.model_id, hooks))
+/// Builds the agent: the shared loop plus this lesson's hooks, asking
+/// `options.approver` before risky calls, with the skills `options.skills`
+/// finds.
+pub fn build(setup: Setup, options: Options) -> anyhow::Result<Agent<LessonHooks>> {
+    let hooks = LessonHooks::new(&setup, options)?;
+    Ok(Agent::new(setup.model, setup.model_id, hooks).with_notices(setup.notices))
 }
 // ANCHOR_END: build

@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use s07_skill_loading::permission::{ApproveAll, Approver, TerminalApprover};
+use s07_skill_loading::permission::ApproveAll;
 use shared::cli::CommonArgs;
 
 // ANCHOR: args
@@ -27,15 +27,14 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let approver: Box<dyn Approver> = if args.yes {
-        Box::new(ApproveAll)
-    } else {
-        Box::new(TerminalApprover)
-    };
-    let skills = args.skills;
+    let mut options = s07_skill_loading::Options::default();
+    if args.yes {
+        options.approver = Box::new(ApproveAll);
+    }
     // The closure runs after `.env` is loaded, so SKILLS_DIR may come from it.
     shared::cli::run(s07_skill_loading::LESSON, args.common, move |setup| {
-        s07_skill_loading::build_with_skills(setup, approver, &skills.or_env())
+        options.skills = args.skills.or_lookup(shared::settings::from_env);
+        s07_skill_loading::build(setup, options)
     })
     .await
 }

@@ -1,77 +1,88 @@
 //! What this lesson plugs into the loop.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
+use shared::cli::Setup;
 use shared::error::ApiError;
 use shared::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
 use shared::protocol::{Message, Response, SystemBlock, ToolSpec, ToolUse};
-use shared::tools::Workspace;
 
+use crate::Options;
 use crate::builtin_hooks;
 use crate::compact::{Compactor, send_with_reactive_compaction};
-use crate::dispatch::{ToolRegistry, base_tools};
+use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::hook_registry::HookRegistry;
-use crate::permission::Approver;
-use crate::skills::{self, SkillRegistry};
-use crate::subagent::{self, Subagent};
-use crate::todo::TodoTracker;
+use crate::skills;
+use crate::subagent::{self, SharedHooks, Subagent, lock};
+use crate::todo::{self, TodoTracker};
 
-/// The lesson's hooks: a system prompt, a dispatch map of tools, a
-/// registry of hooks around them, the todo list, which the map's
-/// `todo_write` and `before_model_call` share, the subagent behind
-/// `task`, and the compactor, which `compact`, `before_model_call` and
-/// `call_model` share.
+/// The lesson's hooks: a system prompt, a dispatch map of tools (the
+/// subagent's `task` among them), a registry of hooks around them that the
+/// subagent shares, the todo list, which the map's `todo_write` and
+/// `before_model_call` share, and the compactor, which `compact`,
+/// `before_model_call` and `call_model` share.
 pub struct LessonHooks {
-    workspace: Workspace,
     tools: ToolRegistry,
-    registry: HookRegistry,
+    /// The context every tool call gets.
+    context: ToolContext,
+    registry: SharedHooks,
     todos: TodoTracker,
-    subagent: Subagent,
-    /// The skill catalog, a second system block (set by [`Self::with_skills`]).
-    skill_catalog: Option<String>,
+    /// The skill catalog, a second system block.
+    skill_catalog: String,
     compactor: Compactor,
 }
 
 impl LessonHooks {
-    /// Hooks working in `workspace`, with the five base tools, `todo_write`,
-    /// `compact`, `task` run by `subagent`, and this lesson's hooks, asking
-    /// `approver` before risky calls.
-    pub fn new(
-        workspace: Workspace,
-        approver: Box<dyn Approver>,
-        subagent: Subagent,
-        compactor: Compactor,
-    ) -> Self {
-        let mut tools = base_tools(&workspace);
+    /// Hooks working in the setup's workspace, with the five base tools,
+    /// `todo_write`, `compact`, `load_skill`, `task`, and this lesson's
+    /// hooks, reporting to the setup's notices, asking `options.approver`
+    /// before risky calls. Fails only when a skills directory was named that
+    /// does not exist.
+    pub fn new(setup: &Setup, options: Options) -> anyhow::Result<Self> {
+        let mut registry = HookRegistry::new();
+        builtin_hooks::register(
+            &mut registry,
+            &setup.workspace,
+            &setup.notices,
+            options.approver,
+        );
+        let registry = Arc::new(Mutex::new(registry));
+        let mut tools = base_tools();
         let todos = TodoTracker::new();
         todos.register(&mut tools);
+        // The summaries go through the same model as the conversation.
+        let compactor = Compactor::new(setup, options.compact);
         compactor.register(&mut tools);
-        let mut registry = HookRegistry::new();
-        builtin_hooks::register(&mut registry, &workspace, approver);
-        Self {
-            workspace,
+        // ANCHOR: register_skills
+        // The skills: their catalog to the system prompt, `load_skill` to
+        // the tools.
+        let skills = skills::load(&options.skills, setup.workspace.root(), &setup.notices)?;
+        let skill_catalog = skills.catalog();
+        skills::register_tool(&mut tools, skills);
+        // ANCHOR_END: register_skills
+        // ANCHOR: register_task
+        // Subagents think with the parent's model, behind the parent's hooks.
+        let subagent = Subagent::new(setup.model.clone(), setup.model_id.clone());
+        subagent::register(&mut tools, subagent, Arc::clone(&registry));
+        // ANCHOR_END: register_task
+        Ok(Self {
             tools,
+            context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
             registry,
             todos,
-            subagent,
-            skill_catalog: None,
+            skill_catalog,
             compactor,
-        }
+        })
     }
 
-    // ANCHOR: with_skills
-    /// Adds the skills: their catalog to the system prompt, `load_skill` to
-    /// the tools.
-    pub fn with_skills(mut self, registry: Arc<SkillRegistry>) -> Self {
-        self.skill_catalog = Some(registry.catalog());
-        skills::register_tool(&mut self.tools, registry, &self.workspace);
-        self
+    /// The dispatch map, to add or remove tools between calls.
+    pub fn tool_registry(&mut self) -> &mut ToolRegistry {
+        &mut self.tools
     }
-    // ANCHOR_END: with_skills
 
-    /// The hook registry, to add hooks of your own.
-    pub fn registry(&mut self) -> &mut HookRegistry {
-        &mut self.registry
+    /// The hook registry, to add hooks of your own. Subagents run them too.
+    pub fn registry(&mut self) -> MutexGuard<'_, HookRegistry> {
+        lock(&self.registry)
     }
 
     /// The compactor, to read its state or change its thresholds.
@@ -87,40 +98,31 @@ impl Hooks for LessonHooks {
             "You are a coding agent at {}. Use tools to solve tasks. Act, don't explain. \
              Before multi-step work, plan it with todo_write; then keep the list current: \
              one task in_progress at a time, each marked completed as soon as it is done.",
-            self.workspace.root().display()
+            self.context.workspace.root().display()
         ))];
-        system.extend(self.skill_catalog.iter().map(SystemBlock::text));
+        system.push(SystemBlock::text(&self.skill_catalog));
         system
     }
     // ANCHOR_END: system_prompt
 
-    // ANCHOR: task
     fn tools(&mut self) -> Vec<ToolSpec> {
-        let mut specs = self.tools.specs();
-        specs.push(subagent::spec());
-        specs
+        self.tools.specs()
     }
 
     // ANCHOR: triggers
     async fn run_tool(&mut self, call: &ToolUse) -> ToolOutput {
-        if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
+        // The registry is locked for the hooks only, never across the tool:
+        // `task`'s subagent locks it for its own calls.
+        if let Some(reason) = lock(&self.registry).trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);
         }
-        // `task` needs the registry for its subagent, so it is run here
-        // rather than from the dispatch map, whose handlers own their data.
-        let output = if call.name == subagent::TASK_TOOL {
-            self.subagent.run(call, &mut self.registry).await
-        } else {
-            self.tools.dispatch(call).await
-        };
-        self.registry.trigger_post_tool_use(call, &output);
+        let output = self.tools.dispatch(call, &self.context).await;
+        lock(&self.registry).trigger_post_tool_use(call, &output);
         output
     }
-    // ANCHOR_END: task
 
     fn on_user_prompt(&mut self, prompt: &str) -> PromptCheck {
-        let check = self
-            .registry
+        let check = lock(&self.registry)
             .trigger_user_prompt_submit(prompt)
             .unwrap_or(PromptCheck::Accept);
         if !matches!(check, PromptCheck::Block(_)) {
@@ -130,7 +132,7 @@ impl Hooks for LessonHooks {
     }
 
     async fn on_stop(&mut self, history: &[Message]) -> Option<String> {
-        self.registry.trigger_stop(history)
+        lock(&self.registry).trigger_stop(history)
     }
     // ANCHOR_END: triggers
 
@@ -138,7 +140,15 @@ impl Hooks for LessonHooks {
     async fn before_model_call(&mut self, history: &mut Vec<Message>) {
         // Compaction first, so a reminder added now is not compacted away.
         self.compactor.before_model_call(history).await;
-        self.todos.remind_if_due(history);
+        if self.todos.remind_if_due(history) {
+            self.context.notices.emit(
+                todo::TOOL_NAME,
+                format!(
+                    "reminder sent: open tasks, and no update for {} rounds",
+                    todo::REMIND_AFTER_ROUNDS
+                ),
+            );
+        }
     }
 
     async fn call_model(&mut self, call: ModelCall<'_, '_>) -> Result<Response, ApiError> {

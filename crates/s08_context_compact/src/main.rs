@@ -1,7 +1,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use s08_context_compact::permission::{ApproveAll, Approver, TerminalApprover};
+use s08_context_compact::compact::CompactConfig;
+use s08_context_compact::permission::ApproveAll;
 use shared::cli::CommonArgs;
 
 // ANCHOR: args
@@ -27,15 +28,15 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let approver: Box<dyn Approver> = if args.yes {
-        Box::new(ApproveAll)
-    } else {
-        Box::new(TerminalApprover)
-    };
-    let skills = args.skills;
+    let mut options = s08_context_compact::Options::default();
+    if args.yes {
+        options.approver = Box::new(ApproveAll);
+    }
     // The closure runs after `.env` is loaded, so SKILLS_DIR may come from it.
     shared::cli::run(s08_context_compact::LESSON, args.common, move |setup| {
-        s08_context_compact::build_with_skills(setup, approver, &skills.or_env())
+        options.skills = args.skills.or_lookup(shared::settings::from_env);
+        options.compact = CompactConfig::from_lookup(shared::settings::from_env)?;
+        s08_context_compact::build(setup, options)
     })
     .await
 }

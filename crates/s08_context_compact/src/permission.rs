@@ -18,10 +18,9 @@
 //! not a wall.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, IsTerminal, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use shared::cli::describe_input;
+use shared::cli::{TerminalAnswer, ask_yes_no, describe_input, show_answered};
 use shared::protocol::ToolUse;
 use shared::tools::{PathError, Workspace};
 
@@ -178,42 +177,25 @@ fn command_of(call: &ToolUse) -> &str {
 // ANCHOR_END: checks
 
 // ANCHOR: terminal
-/// Asks on the terminal: prints the request to standard error and reads
-/// `y` or `yes` (anything else is no). When standard input is not a
-/// terminal — a pipe, a file, a CI job — it does not read at all: the
-/// input is not meant as answers, so the safe answer is no.
+/// Asks on the terminal (through the front end's [`ask_yes_no`]): the
+/// request goes to standard error, and `y` or `yes` is yes, anything else
+/// no. When standard input is not a terminal — a pipe, a file, a CI job —
+/// nothing is read: the input is not meant as answers, so the safe answer
+/// is no.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TerminalApprover;
 
 impl Approver for TerminalApprover {
     fn approve(&mut self, request: &ApprovalRequest) -> Answer {
-        print_request(request);
-        if !std::io::stdin().is_terminal() {
-            eprintln!("no (no terminal to ask; rerun with --yes to pre-approve)");
-            return Answer::NoTerminal;
+        match ask_yes_no(
+            &question(request),
+            ALLOW_PROMPT,
+            "no terminal to ask; rerun with --yes to pre-approve",
+        ) {
+            TerminalAnswer::Yes => Answer::Yes,
+            TerminalAnswer::No => Answer::No,
+            TerminalAnswer::NoTerminal => Answer::NoTerminal,
         }
-        let _ = std::io::stderr().flush();
-        match read_answer() {
-            Some(line) if matches!(line.trim().to_lowercase().as_str(), "y" | "yes") => Answer::Yes,
-            _ => Answer::No,
-        }
-    }
-}
-
-/// Reads one line from the terminal. The REPL may hold standard input
-/// locked, so the answer is read from the terminal device itself.
-fn read_answer() -> Option<String> {
-    let read = || {
-        let tty = std::fs::File::open("/dev/tty").ok()?;
-        let mut line = String::new();
-        std::io::BufReader::new(tty).read_line(&mut line).ok()?;
-        Some(line)
-    };
-    // Waiting for the user blocks this thread; on the multi-threaded
-    // runtime the binary uses, let tokio move other work elsewhere.
-    match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(read),
-        _ => read(),
     }
 }
 // ANCHOR_END: terminal
@@ -224,16 +206,21 @@ pub struct ApproveAll;
 
 impl Approver for ApproveAll {
     fn approve(&mut self, request: &ApprovalRequest) -> Answer {
-        print_request(request);
-        eprintln!("yes (pre-approved by --yes)");
+        show_answered(
+            &question(request),
+            ALLOW_PROMPT,
+            "yes (pre-approved by --yes)",
+        );
         Answer::Yes
     }
 }
 
-fn print_request(request: &ApprovalRequest) {
-    eprintln!("\n⚠  {}", request.reason);
-    eprintln!("   Tool: {}", request.summary());
-    eprint!("   Allow? [y/N] ");
+/// How the terminal asks.
+const ALLOW_PROMPT: &str = "   Allow? [y/N]";
+
+/// The request as the terminal shows it.
+fn question(request: &ApprovalRequest) -> String {
+    format!("⚠  {}\n   Tool: {}", request.reason, request.summary())
 }
 
 /// Answers from a list, in order, and records every request: for tests and

@@ -16,7 +16,7 @@ use shared::history::push_user;
 use shared::hooks::ToolOutput;
 use shared::protocol::{ContentBlock, Message, Role, ToolSpec};
 
-use crate::dispatch::ToolRegistry;
+use crate::dispatch::{ToolContext, ToolRegistry};
 
 /// The tool's name, as the model calls it.
 pub const TOOL_NAME: &str = "todo_write";
@@ -351,7 +351,7 @@ impl TodoTracker {
     /// Adds `todo_write` to the dispatch map, bound to this list.
     pub fn register(&self, tools: &mut ToolRegistry) {
         let tracker = self.clone();
-        tools.register(spec(), move |input: Value| {
+        tools.register(spec(), move |input: Value, _: ToolContext| {
             std::future::ready(tracker.write(&input))
         });
     }
@@ -399,26 +399,25 @@ impl TodoTracker {
     /// The reminder joins the trailing user message, after its
     /// `tool_result` blocks (that is what [`push_user`] does), so every
     /// `tool_use` stays answered first. A history that does not end with a
-    /// user message is left alone.
-    pub fn remind_if_due(&self, history: &mut Vec<Message>) {
+    /// user message is left alone. Returns whether it reminded, so the
+    /// hooks can tell the user.
+    pub fn remind_if_due(&self, history: &mut Vec<Message>) -> bool {
         let mut board = self.board();
         let has_open_tasks = board
             .todos
             .iter()
             .any(|todo| todo.status != Status::Completed);
         let ends_with_user = history.last().is_some_and(|last| last.role == Role::User);
-        if board.rounds_since_update >= REMIND_AFTER_ROUNDS && has_open_tasks && ends_with_user {
+        let due =
+            board.rounds_since_update >= REMIND_AFTER_ROUNDS && has_open_tasks && ends_with_user;
+        if due {
             push_user(history, vec![ContentBlock::text(REMINDER)]);
-            // The reminder is not shown in the terminal; `-v` logs it.
-            tracing::debug!(
-                rounds = board.rounds_since_update,
-                "todo list not updated for a while; reminder added"
-            );
             board.rounds_since_update = 0;
         }
         // The call about to be made is one more round without an update,
         // until a todo_write in its reply sets the count back to zero.
         board.rounds_since_update = board.rounds_since_update.saturating_add(1);
+        due
     }
 }
 // ANCHOR_END: reminder

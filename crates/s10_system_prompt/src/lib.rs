@@ -33,12 +33,10 @@ pub mod todo;
 use shared::agent::Agent;
 use shared::cli::{Lesson, Setup};
 
-use compact::{CompactConfig, Compactor};
+use compact::CompactConfig;
 pub use hooks::LessonHooks;
-use memory::MemorySystem;
 use permission::{Approver, TerminalApprover};
 pub use skills::SkillsArgs;
-use subagent::Subagent;
 
 // ANCHOR: build
 /// How the terminal front end presents this lesson.
@@ -48,47 +46,35 @@ pub const LESSON: Lesson = Lesson {
     demo_script: include_str!("../demo.json"),
 };
 
-/// Builds the agent: the shared loop plus this lesson's hooks, asking on
-/// the terminal before risky calls.
-pub fn build(setup: Setup) -> anyhow::Result<Agent<LessonHooks>> {
-    build_with_approver(setup, Box::new(TerminalApprover))
+/// What a caller may choose about the agent besides the [`Setup`]. Each
+/// field has a default, so `Options::default()` builds the lesson as its
+/// binary runs it; tests and `--yes` change the fields they care about.
+pub struct Options {
+    /// Who answers `Allow? [y/N]`: the terminal by default.
+    pub approver: Box<dyn Approver>,
+    /// Where the skills are: the workspace's `skills/`, else the course's,
+    /// unless a directory is named.
+    pub skills: SkillsArgs,
+    /// When and how much to compact; `main` reads overrides from the
+    /// environment.
+    pub compact: CompactConfig,
 }
 
-/// Builds the agent with `approver` answering the permission questions
-/// (`--yes` and tests use their own) and the default skills directory.
-pub fn build_with_approver(
-    setup: Setup,
-    approver: Box<dyn Approver>,
-) -> anyhow::Result<Agent<LessonHooks>> {
-    build_with_skills(setup, approver, &SkillsArgs::default())
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            approver: Box::new(TerminalApprover),
+            skills: SkillsArgs::default(),
+            compact: CompactConfig::default(),
+        }
+    }
 }
 
-/// Builds the agent with the skills found as `args` says (the workspace's
-/// `skills/`, else the course's, unless a directory is given).
-pub fn build_with_skills(
-    setup: Setup,
-    approver: Box<dyn Approver>,
-    args: &SkillsArgs,
-) -> anyhow::Result<Agent<LessonHooks>> {
-    let skills = skills::load(args, setup.workspace.root())?;
-    let subagent = Subagent::new(&setup);
-    // The thresholds come from the environment (or `.env`) when set there;
-    // the summaries go through the same model as the conversation.
-    let config = CompactConfig::from_env()?;
-    let compactor = Compactor::new(
-        &setup.workspace,
-        setup.model.clone(),
-        &setup.model_id,
-        config,
-    );
-    // Memory's side queries go through the agent's own model and model id.
-    let memory = MemorySystem::new(
-        &setup.workspace,
-        setup.model.clone(),
-        setup.model_id.clone(),
-    );
-    let hooks = LessonHooks::new(setup.workspace, approver, subagent, compactor, memory)
-        .with_skills(skills);
-    Ok(Agent::new(setup.model, setup.model_id, hooks))
+/// Builds the agent: the shared loop plus this lesson's hooks, asking
+/// `options.approver` before risky calls, with the skills `options.skills`
+/// finds, compacting by `options.compact`.
+pub fn build(setup: Setup, options: Options) -> anyhow::Result<Agent<LessonHooks>> {
+    let hooks = LessonHooks::new(&setup, options)?;
+    Ok(Agent::new(setup.model, setup.model_id, hooks).with_notices(setup.notices))
 }
 // ANCHOR_END: build

@@ -1,7 +1,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use s10_system_prompt::permission::{ApproveAll, Approver, TerminalApprover};
+use s10_system_prompt::compact::CompactConfig;
+use s10_system_prompt::permission::ApproveAll;
 use shared::cli::CommonArgs;
 
 // ANCHOR: args
@@ -27,15 +28,15 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let approver: Box<dyn Approver> = if args.yes {
-        Box::new(ApproveAll)
-    } else {
-        Box::new(TerminalApprover)
-    };
-    let skills = args.skills;
+    let mut options = s10_system_prompt::Options::default();
+    if args.yes {
+        options.approver = Box::new(ApproveAll);
+    }
     // The closure runs after `.env` is loaded, so SKILLS_DIR may come from it.
     shared::cli::run(s10_system_prompt::LESSON, args.common, move |setup| {
-        s10_system_prompt::build_with_skills(setup, approver, &skills.or_env())
+        options.skills = args.skills.or_lookup(shared::settings::from_env);
+        options.compact = CompactConfig::from_lookup(shared::settings::from_env)?;
+        s10_system_prompt::build(setup, options)
     })
     .await
 }

@@ -1,7 +1,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use s11_error_recovery::permission::{ApproveAll, Approver, TerminalApprover};
+use s11_error_recovery::compact::CompactConfig;
+use s11_error_recovery::permission::ApproveAll;
+use s11_error_recovery::recovery::RecoveryPolicy;
 use shared::cli::CommonArgs;
 
 // ANCHOR: args
@@ -27,15 +29,17 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let approver: Box<dyn Approver> = if args.yes {
-        Box::new(ApproveAll)
-    } else {
-        Box::new(TerminalApprover)
-    };
-    let skills = args.skills;
-    // The closure runs after `.env` is loaded, so SKILLS_DIR may come from it.
+    let mut options = s11_error_recovery::Options::default();
+    if args.yes {
+        options.approver = Box::new(ApproveAll);
+    }
+    // The closure runs after `.env` is loaded, so the settings may come from
+    // it; this is the only place that reads them.
     shared::cli::run(s11_error_recovery::LESSON, args.common, move |setup| {
-        s11_error_recovery::build_with_skills(setup, approver, &skills.or_env())
+        options.skills = args.skills.or_lookup(shared::settings::from_env);
+        options.compact = CompactConfig::from_lookup(shared::settings::from_env)?;
+        options.recovery = RecoveryPolicy::from_lookup(shared::settings::from_env)?;
+        s11_error_recovery::build(setup, options)
     })
     .await
 }

@@ -13,6 +13,7 @@
 //! an API error prints one line and leaves the REPL running.
 
 mod args;
+mod ask;
 mod render;
 mod repl;
 
@@ -23,13 +24,15 @@ use anyhow::Context;
 use clap::Parser;
 
 pub use args::{CommonArgs, LessonArgs};
+pub use ask::{TerminalAnswer, ask_yes_no, show_answered};
 pub use render::{TerminalPrinter, describe_input};
 
-use crate::agent::{Agent, TurnError};
+use crate::agent::{Agent, TurnError, TurnOutcome};
 use crate::hooks::Hooks;
 use crate::model::Model;
 use crate::model::config::select_model;
-use crate::protocol::Message;
+use crate::notice::Notices;
+use crate::protocol::{Message, StopReason};
 use crate::tools::Workspace;
 use tokio_util::sync::CancellationToken;
 
@@ -50,6 +53,21 @@ pub struct Setup {
     pub workspace: Workspace,
     pub model: Arc<dyn Model>,
     pub model_id: String,
+    /// Where the lesson's mechanisms emit their notices; the agent must
+    /// relay this same queue (`Agent::with_notices`).
+    pub notices: Notices,
+}
+
+impl Setup {
+    /// A setup with a fresh notice queue.
+    pub fn new(workspace: Workspace, model: Arc<dyn Model>, model_id: impl Into<String>) -> Self {
+        Self {
+            workspace,
+            model,
+            model_id: model_id.into(),
+            notices: Notices::new(),
+        }
+    }
 }
 
 /// Parses [`LessonArgs`] and runs the lesson. For lessons without flags of
@@ -84,8 +102,11 @@ where
     H: Hooks,
     F: FnOnce(Setup) -> anyhow::Result<Agent<H>>,
 {
-    // A missing .env is normal; a malformed one is worth a warning.
-    if let Err(error) = dotenvy::dotenv()
+    // `.env` is read from the current directory only, not from its parents:
+    // a file somewhere above (in a home or temp directory) must not change
+    // which model a lesson talks to without the user knowing. A missing
+    // .env is normal; a malformed one is worth a warning.
+    if let Err(error) = dotenvy::from_path(".env")
         && !error.not_found()
     {
         eprintln!("warning: could not load .env: {error}");
@@ -98,15 +119,22 @@ where
     }
     let root = match &args.workdir {
         Some(dir) => dir.clone(),
+        // The demo writes files; with no directory named, it must not write
+        // them into whatever directory the user happens to be in (often
+        // this repository's checkout).
+        None if selected.model.provider() == "demo" => {
+            let dir = scratch_dir(lesson)?;
+            eprintln!(
+                "[demo model] Working in a new scratch directory, {} (choose one with --workdir).",
+                dir.display()
+            );
+            dir
+        }
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let workspace = Workspace::new(&root)
         .with_context(|| format!("cannot open the workspace {}", root.display()))?;
-    let mut agent = build(Setup {
-        workspace,
-        model: selected.model,
-        model_id: selected.model_id,
-    })?;
+    let mut agent = build(Setup::new(workspace, selected.model, selected.model_id))?;
 
     let mut history = Vec::new();
     match &args.prompt {
@@ -156,10 +184,45 @@ pub(crate) async fn run_turn_interruptibly<H: Hooks>(
     };
     println!();
     outcome.map(|outcome| {
-        if outcome.truncated {
-            eprintln!("(the reply was cut off at max_tokens)");
+        if let Some(note) = stop_note(&outcome) {
+            eprintln!("{note}");
         }
     })
+}
+
+/// One line for a turn that ended for a reason the user should hear about:
+/// otherwise a refusal, say, would look like an empty reply.
+pub(crate) fn stop_note(outcome: &TurnOutcome) -> Option<String> {
+    match outcome.stop_reason.as_ref()? {
+        StopReason::EndTurn | StopReason::ToolUse | StopReason::StopSequence => None,
+        StopReason::MaxTokens => Some("(the reply was cut off at max_tokens)".to_string()),
+        StopReason::Refusal => {
+            Some("(the model declined to answer this request: stop reason `refusal`)".to_string())
+        }
+        StopReason::PauseTurn => Some(
+            "(the model paused its turn: stop reason `pause_turn`; send another prompt to \
+             let it go on)"
+                .to_string(),
+        ),
+        StopReason::Other(reason) => Some(format!(
+            "(the model stopped for a reason this harness does not act on: `{reason}`)"
+        )),
+    }
+}
+
+/// A new, empty directory for a demo run, under the system's temp
+/// directory. It is left in place, so the user can look at what the demo
+/// made.
+fn scratch_dir(lesson: Lesson) -> anyhow::Result<std::path::PathBuf> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis())
+        .unwrap_or_default();
+    let dir =
+        std::env::temp_dir().join(format!("{}-demo-{stamp}-{}", lesson.id, std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the scratch directory {}", dir.display()))?;
+    Ok(dir)
 }
 
 fn init_tracing(verbose: bool) {
@@ -174,4 +237,32 @@ fn init_tracing(verbose: bool) {
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(stop_reason: Option<StopReason>) -> TurnOutcome {
+        TurnOutcome {
+            final_text: String::new(),
+            rounds: 1,
+            truncated: stop_reason == Some(StopReason::MaxTokens),
+            stop_reason,
+        }
+    }
+
+    #[test]
+    fn a_refusal_or_an_unknown_stop_is_one_clear_line() {
+        assert_eq!(stop_note(&outcome(Some(StopReason::EndTurn))), None);
+        assert_eq!(stop_note(&outcome(None)), None);
+        let refusal = stop_note(&outcome(Some(StopReason::Refusal))).unwrap();
+        assert!(refusal.contains("declined"), "{refusal}");
+        let other = stop_note(&outcome(Some(StopReason::Other(
+            "model_context_window_exceeded".into(),
+        ))))
+        .unwrap();
+        assert!(other.contains("model_context_window_exceeded"), "{other}");
+        assert!(!other.contains('\n'));
+    }
 }

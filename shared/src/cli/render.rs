@@ -3,6 +3,7 @@
 use std::io::{IsTerminal, Write};
 
 use crate::agent::{Event, Observer};
+use crate::notice::Notice;
 use crate::protocol::{Delta, ToolResult, ToolUse};
 use crate::text::truncate_chars;
 
@@ -13,6 +14,8 @@ const RESULT_PREVIEW_CHARS: usize = 300;
 #[derive(Debug)]
 pub struct TerminalPrinter {
     colour: bool,
+    /// Whether standard error is a terminal (notices are painted then).
+    colour_err: bool,
     /// Whether the cursor is in the middle of a line of streamed text.
     mid_line: bool,
     /// Printed before every line, so a subagent's output can be told apart.
@@ -30,6 +33,7 @@ impl TerminalPrinter {
     pub fn new() -> Self {
         Self {
             colour: std::io::stdout().is_terminal(),
+            colour_err: std::io::stderr().is_terminal(),
             mid_line: false,
             prefix: String::new(),
         }
@@ -81,6 +85,25 @@ impl TerminalPrinter {
         let _ = writeln!(out, "{}", self.paint(code, &lines.join("\n")));
     }
 
+    /// A notice goes to standard error, dim, on a line of its own: the
+    /// streamed line on standard output is ended first, so the two never
+    /// share a line on the screen.
+    fn notice(&mut self, out: &mut impl Write, err: &mut impl Write, notice: &Notice) {
+        self.end_line(out);
+        let _ = out.flush();
+        let line = format!("{}{notice}", self.prefix);
+        let _ = writeln!(err, "{}", self.paint_err("2", &line));
+        let _ = err.flush();
+    }
+
+    fn paint_err(&self, code: &str, text: &str) -> String {
+        if self.colour_err {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
     /// Streams text, starting every line with the prefix so that nested
     /// output can be told apart from the parent's.
     fn text(&mut self, out: &mut impl Write, text: &str) {
@@ -108,9 +131,11 @@ pub fn describe_input(call: &ToolUse) -> String {
 }
 
 impl TerminalPrinter {
-    /// Writes one event to `out`; the terminal passes standard output.
-    fn write_event(&mut self, out: &mut impl Write, event: Event<'_>) {
+    /// Writes one event to `out`, or a notice to `err`; the terminal passes
+    /// standard output and standard error.
+    fn write_event(&mut self, out: &mut impl Write, err: &mut impl Write, event: Event<'_>) {
         match event {
+            Event::Notice(notice) => self.notice(out, err, notice),
             Event::Delta(Delta::Text(text)) => self.text(out, text),
             Event::Delta(Delta::Thinking(_) | Delta::ToolUseStart { .. }) => {}
             Event::ReplyDone => self.end_line(out),
@@ -123,7 +148,11 @@ impl TerminalPrinter {
 
 impl Observer for TerminalPrinter {
     fn event(&mut self, event: Event<'_>) {
-        self.write_event(&mut std::io::stdout().lock(), event);
+        self.write_event(
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr().lock(),
+            event,
+        );
     }
 }
 
@@ -133,12 +162,40 @@ mod tests {
     use serde_json::json;
 
     fn render(printer: &mut TerminalPrinter, events: &[Event<'_>]) -> String {
+        render_both(printer, events).0
+    }
+
+    /// Standard output and standard error, as the events left them.
+    fn render_both(printer: &mut TerminalPrinter, events: &[Event<'_>]) -> (String, String) {
         printer.colour = false;
-        let mut out = Vec::new();
+        printer.colour_err = false;
+        let (mut out, mut err) = (Vec::new(), Vec::new());
         for event in events {
-            printer.write_event(&mut out, *event);
+            printer.write_event(&mut out, &mut err, *event);
         }
-        String::from_utf8(out).unwrap()
+        (
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_notice_ends_the_streamed_line_first_and_goes_to_stderr() {
+        let notice = Notice {
+            tag: "recovery".into(),
+            text: "retrying in 2s".into(),
+        };
+        let (out, err) = render_both(
+            &mut TerminalPrinter::new(),
+            &[
+                Event::Delta(Delta::Text("half a li")),
+                Event::Notice(&notice),
+                Event::Delta(Delta::Text("ne")),
+                Event::ReplyDone,
+            ],
+        );
+        assert_eq!(out, "half a li\nne\n");
+        assert_eq!(err, "[recovery] retrying in 2s\n");
     }
 
     #[test]

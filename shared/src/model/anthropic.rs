@@ -10,9 +10,15 @@
 //! Text deltas are passed on as they arrive. Tool input arrives as JSON
 //! fragments (`input_json_delta`) that are only valid once joined, so they
 //! are collected per block index and parsed at `content_block_stop`.
-//! `ping` and event types this client does not know are skipped. A stream
-//! that ends without `message_stop`, goes silent past the idle timeout or
-//! carries an `error` event is an error — never a half-built reply.
+//! `ping` and event types this client does not know are skipped.
+//!
+//! When is a reply complete? Once `message_delta` has carried its
+//! `stop_reason`: everything after that (`message_stop`, the blank line
+//! that ends the last event) may be missing, as the official SDKs accept
+//! and as real streams sometimes end. A stream that ends *before* the stop
+//! reason, whose last event breaks off half-way, that goes silent past the
+//! idle timeout or that carries an `error` event is an error — never a
+//! half-built reply.
 //!
 //! Nothing the model writes is dropped: thinking blocks keep their
 //! signature, and block types this client does not know (server tools,
@@ -32,8 +38,8 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderValue};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::config::{Secret, Timeouts};
 use super::sse::{self, SseStream};
+use super::transport::{Secret, Timeouts};
 use super::{BoxFuture, DeltaSink, Model};
 use crate::error::ApiError;
 use crate::protocol::{ContentBlock, Delta, Request, Response, StopReason, ToolUse, Usage};
@@ -117,12 +123,28 @@ impl AnthropicClient {
         while let Some(event) = events.next().await {
             let event = event?;
             let kind = event_kind(&event.event, &event.data);
-            if reply.apply(&kind, &event.data, on_delta)? == Progress::Finished {
-                return Ok(reply.finish());
+            match reply.apply(&kind, &event.data, on_delta) {
+                Ok(Progress::Finished) => return Ok(reply.finish()),
+                Ok(Progress::Streaming) => {}
+                // An event that does not parse and is the last thing in the
+                // stream is one the connection cut off half-way.
+                Err(ApiError::Protocol { message }) => {
+                    return Err(match events.next().await {
+                        None => ApiError::StreamCutShort {
+                            message: format!("the stream ended inside an event ({message})"),
+                        },
+                        Some(_) => ApiError::Protocol { message },
+                    });
+                }
+                Err(error) => return Err(error),
             }
         }
+        // `message_stop` is a formality once the stop reason has come.
+        if reply.stop_reason.is_some() {
+            return Ok(reply.finish());
+        }
         Err(ApiError::StreamCutShort {
-            message: "the stream ended before message_stop".to_string(),
+            message: "the stream ended before the reply's stop_reason".to_string(),
         })
     }
 

@@ -15,40 +15,18 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::Model;
 use super::anthropic::{AnthropicClient, AnthropicConfig};
 use super::openai::{OpenAiClient, OpenAiConfig};
 use super::scripted::{Script, ScriptedModel};
+pub use super::transport::{Secret, Timeouts};
 
 /// The model used when neither `--model` nor `MODEL_ID` names one.
 pub const DEFAULT_MODEL_ID: &str = "claude-sonnet-4-5";
 
 /// The Anthropic endpoint used when `ANTHROPIC_BASE_URL` is not set.
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
-
-/// A credential. It can be used, but never printed by accident.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a credential.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The credential itself, for the one place that sends it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
 
 /// Which kind of model to talk to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,29 +163,6 @@ pub fn select_model(
                 model_id,
                 notice: None,
             })
-        }
-    }
-}
-
-/// Timeouts shared by both HTTP clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    /// How long to wait for a TCP/TLS connection.
-    pub connect: Duration,
-    /// How long to wait for the response headers.
-    pub response: Duration,
-    /// How long the stream may stay silent between two events. The
-    /// Anthropic API sends `ping` events, so a long silence means a dead
-    /// connection.
-    pub idle: Duration,
-}
-
-impl Default for Timeouts {
-    fn default() -> Self {
-        Self {
-            connect: Duration::from_secs(10),
-            response: Duration::from_secs(120),
-            idle: Duration::from_secs(90),
         }
     }
 }

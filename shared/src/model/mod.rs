@@ -16,6 +16,7 @@ pub mod config;
 pub mod openai;
 pub mod scripted;
 mod sse;
+pub mod transport;
 
 use std::future::Future;
 use std::pin::Pin;

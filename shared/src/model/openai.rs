@@ -47,8 +47,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::config::{Secret, Timeouts};
 use super::sse::{self, SseStream};
+use super::transport::{Secret, Timeouts};
 use super::{BoxFuture, DeltaSink, Model};
 use crate::error::ApiError;
 use crate::protocol::{

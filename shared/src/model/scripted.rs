@@ -6,11 +6,19 @@
 //! scripts in code with [`Reply`] and read back every request the harness
 //! sent with [`ScriptedModel::requests`].
 //!
-//! Replies are consumed in order, one per request, whoever sends it — a
-//! subagent's requests take the next replies just like its parent's.
+//! Two kinds of request arrive, and each has its own answers:
+//!
+//! * **Turns** — requests that offer tools, from the main loop or a
+//!   subagent — take the script's replies in order, one each: a subagent's
+//!   requests take the next replies just like its parent's.
+//! * **Side queries** — requests offered no tools: a summary, a memory
+//!   selection, an evaluator's verdict — are answered by [`SideRule`]s,
+//!   matched on the request's text, and otherwise by [`DEFAULT_SIDE_REPLY`].
+//!   They never consume a turn's reply, so a lesson that adds a side query
+//!   does not shift the script of any lesson before it.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -138,11 +146,56 @@ impl Reply {
     }
 }
 
+// ANCHOR: side_rule
+/// How a side query (a request offered no tools) is answered: the first
+/// rule whose `when` text occurs in the request wins.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SideRule {
+    /// Text the request's system prompt or messages must contain; empty
+    /// matches every side query.
+    #[serde(default)]
+    pub when: String,
+    /// The answer.
+    pub reply: Reply,
+    /// How many side queries the rule answers before it is used up; `None`
+    /// for every one.
+    #[serde(default)]
+    pub times: Option<usize>,
+}
+
+impl SideRule {
+    /// A rule answering every side query that mentions `when`.
+    pub fn new(when: impl Into<String>, reply: Reply) -> Self {
+        Self {
+            when: when.into(),
+            reply,
+            times: None,
+        }
+    }
+
+    /// The same rule, used up after `times` answers.
+    pub fn times(mut self, times: usize) -> Self {
+        self.times = Some(times);
+        self
+    }
+}
+
+/// What a side query no rule matches is answered: an empty JSON list, which
+/// means "none" to a question that asks for a list ("which memories are
+/// relevant?", "what is worth remembering?") and reads as a harmless,
+/// empty answer to one that asks for prose.
+pub const DEFAULT_SIDE_REPLY: &str = "[]";
+// ANCHOR_END: side_rule
+
 /// A whole script, as stored in a lesson's `demo.json`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Script {
     pub replies: Vec<Reply>,
+    /// Answers for side queries; see [`SideRule`].
+    #[serde(default)]
+    pub side_replies: Vec<SideRule>,
 }
 
 impl Script {
@@ -167,14 +220,22 @@ pub const DEMO_FINISHED: &str = "[demo model] That is the end of this lesson's d
 nothing real to say about this request. To talk to a real model, set ANTHROPIC_API_KEY (or \
 OPENAI_BASE_URL for a local server) and run the lesson again without --demo.";
 
-/// Plays a list of replies in order.
+/// Plays a list of replies in order, and answers side queries by rule.
 #[derive(Debug)]
 pub struct ScriptedModel {
     replies: Vec<Reply>,
     next: AtomicUsize,
     when_exhausted: WhenExhausted,
     requests: Mutex<Vec<Value>>,
+    side: Mutex<SideQueries>,
     name: &'static str,
+}
+
+/// The side-query rules, how often each has answered, and what was asked.
+#[derive(Debug, Default)]
+struct SideQueries {
+    rules: Vec<(SideRule, usize)>,
+    requests: Vec<Value>,
 }
 
 impl ScriptedModel {
@@ -185,6 +246,7 @@ impl ScriptedModel {
             next: AtomicUsize::new(0),
             when_exhausted: WhenExhausted::Fail,
             requests: Mutex::new(Vec::new()),
+            side: Mutex::new(SideQueries::default()),
             name: "scripted",
         }
     }
@@ -196,15 +258,31 @@ impl ScriptedModel {
             name: "demo",
             ..Self::new(script.replies)
         }
+        .with_side_rules(script.side_replies)
     }
 
-    /// Every request received so far, serialised exactly as a real client
-    /// would send it.
+    /// Adds a rule for side queries, after the ones already there.
+    pub fn with_side_rule(self, rule: SideRule) -> Self {
+        self.with_side_rules([rule])
+    }
+
+    /// Adds rules for side queries, after the ones already there.
+    pub fn with_side_rules(self, rules: impl IntoIterator<Item = SideRule>) -> Self {
+        lock(&self.side)
+            .rules
+            .extend(rules.into_iter().map(|rule| (rule, 0)));
+        self
+    }
+
+    /// Every turn's request (one that offered tools) received so far,
+    /// serialised exactly as a real client would send it.
     pub fn requests(&self) -> Vec<Value> {
-        match self.requests.lock() {
-            Ok(requests) => requests.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        lock(&self.requests).clone()
+    }
+
+    /// Every side query (a request offered no tools) received so far.
+    pub fn side_requests(&self) -> Vec<Value> {
+        lock(&self.side).requests.clone()
     }
 
     /// How many replies have not been played yet.
@@ -216,10 +294,33 @@ impl ScriptedModel {
 
     fn record(&self, request: &Request<'_>) {
         let value = serde_json::to_value(request).unwrap_or(Value::Null);
-        match self.requests.lock() {
-            Ok(mut requests) => requests.push(value),
-            Err(poisoned) => poisoned.into_inner().push(value),
-        }
+        lock(&self.requests).push(value);
+    }
+
+    /// Answers a side query by the first rule that matches and is not used
+    /// up, or with [`DEFAULT_SIDE_REPLY`].
+    fn answer_side_query(
+        &self,
+        request: &Request<'_>,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<Response, ApiError> {
+        let value = serde_json::to_value(request).unwrap_or(Value::Null);
+        let text = value.to_string();
+        let reply = {
+            let mut side = lock(&self.side);
+            side.requests.push(value);
+            side.rules
+                .iter_mut()
+                .find(|(rule, used)| {
+                    rule.times.is_none_or(|times| *used < times) && text.contains(&rule.when)
+                })
+                .map(|(rule, used)| {
+                    *used += 1;
+                    rule.reply.clone()
+                })
+        };
+        let reply = reply.unwrap_or_else(|| Reply::text(DEFAULT_SIDE_REPLY));
+        self.play_reply(&reply, usize::MAX, on_delta)
     }
 
     fn play(&self, index: usize, on_delta: &mut DeltaSink<'_>) -> Result<Response, ApiError> {
@@ -239,6 +340,15 @@ impl ScriptedModel {
                 }
             };
         };
+        self.play_reply(reply, index, on_delta)
+    }
+
+    fn play_reply(
+        &self,
+        reply: &Reply,
+        index: usize,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<Response, ApiError> {
         if let Some(error) = reply.error {
             return Err(error.to_api_error());
         }
@@ -299,11 +409,18 @@ impl Model for ScriptedModel {
         on_delta: &'a mut DeltaSink<'_>,
     ) -> BoxFuture<'a, Result<Response, ApiError>> {
         Box::pin(async move {
+            if request.tools.is_empty() {
+                return self.answer_side_query(request, on_delta);
+            }
             self.record(request);
             let index = self.next.fetch_add(1, Ordering::SeqCst);
             self.play(index, on_delta)
         })
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -325,6 +442,66 @@ mod tests {
             script.replies[0].tool_calls[0].input,
             json!({"command": "ls"})
         );
+    }
+
+    fn request<'a>(
+        messages: &'a [crate::protocol::Message],
+        tools: &'a [crate::protocol::ToolSpec],
+    ) -> Request<'a> {
+        Request {
+            model: "m",
+            max_tokens: 100,
+            system: &[],
+            messages,
+            tools,
+        }
+    }
+
+    async fn answer(model: &ScriptedModel, request: &Request<'_>) -> String {
+        let mut quiet = |_: Delta<'_>| {};
+        model
+            .send(request, &mut quiet)
+            .await
+            .unwrap()
+            .into_message()
+            .text()
+    }
+
+    #[tokio::test]
+    async fn side_queries_are_answered_by_rule_and_never_take_a_turns_reply() {
+        let tools = [crate::protocol::ToolSpec::new(
+            "t",
+            "d",
+            json!({"type": "object"}),
+        )];
+        let model = ScriptedModel::new(vec![Reply::text("turn one"), Reply::text("turn two")])
+            .with_side_rule(SideRule::new("Summarize", Reply::text("a summary")).times(1));
+        let summarise = [crate::protocol::Message::user_text("Summarize this")];
+        let select = [crate::protocol::Message::user_text("Which memories?")];
+        let hello = [crate::protocol::Message::user_text("hello")];
+        assert_eq!(answer(&model, &request(&hello, &tools)).await, "turn one");
+        assert_eq!(answer(&model, &request(&summarise, &[])).await, "a summary");
+        // Used up: the default answers.
+        assert_eq!(
+            answer(&model, &request(&summarise, &[])).await,
+            DEFAULT_SIDE_REPLY
+        );
+        assert_eq!(
+            answer(&model, &request(&select, &[])).await,
+            DEFAULT_SIDE_REPLY
+        );
+        assert_eq!(answer(&model, &request(&hello, &tools)).await, "turn two");
+        assert_eq!(model.requests().len(), 2);
+        assert_eq!(model.side_requests().len(), 3);
+    }
+
+    #[test]
+    fn a_script_carries_its_side_replies() {
+        let script = Script::from_json(
+            r#"{"replies": [], "side_replies": [{"when": "Summar", "reply": {"text": "s"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(script.side_replies[0].when, "Summar");
     }
 
     #[test]

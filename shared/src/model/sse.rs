@@ -42,8 +42,16 @@ impl SseStream {
                 .unwrap_or_default();
             return Err(ApiError::from_status(status.as_u16(), &body, retry_after));
         }
+        // A blank line after the body dispatches a last event that the
+        // server did not end with one. SSE parsers drop such an event, but
+        // the official SDKs keep it, and real streams (and the SDKs' own
+        // recorded test streams) end that way: the reply is complete.
+        let body = response
+            .bytes_stream()
+            .map(|chunk| chunk.map(|bytes| bytes.to_vec()))
+            .chain(futures::stream::once(async { Ok(b"\n\n".to_vec()) }));
         Ok(Self {
-            events: Box::pin(response.bytes_stream().eventsource()),
+            events: Box::pin(body.eventsource()),
             idle,
         })
     }

@@ -32,29 +32,36 @@ pub mod tool;
 use std::path::Path;
 use std::sync::Arc;
 
-use shared::tools::Workspace;
+use shared::notice::Notices;
 
-use crate::dispatch::ToolRegistry;
+use crate::dispatch::{ToolContext, ToolRegistry};
 
 pub use discovery::{SkillsArgs, locate};
 pub use registry::{Skill, SkillRegistry, SkillWarning};
 
 // ANCHOR: load
 /// Finds the skills directory and scans it, once. Skipped skills are
-/// reported on standard error, one line each; only a skills directory the
-/// user named but that does not exist is an error.
-pub fn load(args: &SkillsArgs, workspace: &Path) -> anyhow::Result<Arc<SkillRegistry>> {
+/// reported as notices, one each; only a skills directory the user named
+/// but that does not exist is an error.
+pub fn load(
+    args: &SkillsArgs,
+    workspace: &Path,
+    notices: &Notices,
+) -> anyhow::Result<Arc<SkillRegistry>> {
     let Some(located) = locate(args.skills_dir.as_deref(), workspace)? else {
-        eprintln!(
-            "warning: no skills directory found (no --skills-dir, no {}, no skills/ in the \
-             workspace, no course skills); the skill catalog is empty",
-            discovery::SKILLS_DIR_ENV
+        notices.emit(
+            SKILLS_TAG,
+            format!(
+                "no skills directory found (no --skills-dir, no {}, no skills/ in the \
+                 workspace, no course skills); the skill catalog is empty",
+                discovery::SKILLS_DIR_ENV
+            ),
         );
         return Ok(Arc::new(SkillRegistry::empty()));
     };
     let (registry, warnings) = SkillRegistry::scan(&located.dir);
     for warning in &warnings {
-        eprintln!("warning: {warning}");
+        notices.emit(SKILLS_TAG, format!("warning: {warning}"));
     }
     tracing::info!(
         dir = %registry.dir().unwrap_or(&located.dir).display(),
@@ -69,12 +76,13 @@ pub fn load(args: &SkillsArgs, workspace: &Path) -> anyhow::Result<Arc<SkillRegi
 // ANCHOR: register
 /// Adds `load_skill` to the dispatch map. The handler shares the registry;
 /// it never rescans.
-pub fn register_tool(tools: &mut ToolRegistry, skills: Arc<SkillRegistry>, workspace: &Workspace) {
-    let root = workspace.root().to_path_buf();
-    tools.register(tool::spec(), move |input| {
+pub fn register_tool(tools: &mut ToolRegistry, skills: Arc<SkillRegistry>) {
+    tools.register(tool::spec(), move |input, context: ToolContext| {
         let skills = Arc::clone(&skills);
-        let root = root.clone();
-        async move { tool::call(&skills, &root, &input).await }
+        async move { tool::call(&skills, context.workspace.root(), &input).await }
     });
 }
+
+/// The tag of the skills' notices.
+pub const SKILLS_TAG: &str = "skills";
 // ANCHOR_END: register

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use shared::hooks::ToolOutput;
 use shared::protocol::ToolSpec;
 
-use crate::dispatch::ToolRegistry;
+use crate::dispatch::{ToolContext, ToolRegistry};
 
 /// The tool's name, as the model calls it.
 pub const TOOL_NAME: &str = "compact";
@@ -45,7 +45,7 @@ pub struct Flags {
 // ANCHOR: handler
 /// Adds `compact` to the dispatch map, bound to `flags`.
 pub fn register(tools: &mut ToolRegistry, flags: Arc<Flags>) {
-    tools.register(spec(), move |_input: Value| {
+    tools.register(spec(), move |_input: Value, _: ToolContext| {
         std::future::ready(request(&flags))
     });
 }

@@ -29,16 +29,15 @@ pub mod side_query;
 pub mod store;
 
 use std::fs;
-use std::sync::Arc;
 
+use shared::cli::Setup;
 use shared::history::push_user;
-use shared::model::Model;
+use shared::notice::Notices;
 use shared::protocol::{ContentBlock, Message, Role, SystemBlock};
-use shared::tools::Workspace;
+use shared::text::plural;
 
 pub use file::{Memory, MemoryType, StoredMemory};
 use recall::Source;
-use report::{memories, note, warn};
 use side_query::SideQuery;
 pub use store::MemoryStore;
 
@@ -50,29 +49,42 @@ pub struct MemorySystem {
     side: SideQuery,
     /// The prompt of the turn that has not had its recall yet.
     pending_prompt: Option<String>,
+    /// Where it reports what it recalled, extracted and skipped.
+    notices: Notices,
 }
 
 impl MemorySystem {
-    /// The memory layer of `workspace`, asking `model` (as `model_id`) its
-    /// side queries. If `.memory/` exists, its index is brought in line
-    /// with the files (someone may have edited them by hand), and
-    /// malformed files are reported now.
-    pub fn new(workspace: &Workspace, model: Arc<dyn Model>, model_id: impl Into<String>) -> Self {
-        let store = MemoryStore::in_workspace(workspace);
-        if store.dir().is_dir() {
-            let expected = index::render(&store.list());
-            let current = fs::read_to_string(store.dir().join(index::INDEX_FILE)).ok();
+    /// The memory layer of the setup's workspace, asking the setup's model
+    /// its side queries and reporting to its notices. If `.memory/` exists,
+    /// its index is brought in line with the files (someone may have edited
+    /// them by hand), and malformed files are reported now.
+    pub fn new(setup: &Setup) -> Self {
+        let notices = setup.notices.clone();
+        let store = MemoryStore::in_workspace(&setup.workspace).with_notices(notices.clone());
+        let system = Self {
+            store,
+            side: SideQuery::new(setup.model.clone(), setup.model_id.clone()),
+            pending_prompt: None,
+            notices,
+        };
+        if system.store.dir().is_dir() {
+            let expected = index::render(&system.store.list());
+            let current = fs::read_to_string(system.store.dir().join(index::INDEX_FILE)).ok();
             if current.as_deref() != Some(expected.as_str())
-                && let Err(error) = store.rebuild_index()
+                && let Err(error) = system.store.rebuild_index()
             {
-                warn(&format!("could not rebuild the memory index: {error}"));
+                system.warn(&format!("could not rebuild the memory index: {error}"));
             }
         }
-        Self {
-            store,
-            side: SideQuery::new(model, model_id),
-            pending_prompt: None,
-        }
+        system
+    }
+
+    fn note(&self, text: &str) {
+        report::note(&self.notices, text);
+    }
+
+    fn warn(&self, text: &str) {
+        report::warn(&self.notices, text);
     }
 
     /// The store.
@@ -83,7 +95,7 @@ impl MemorySystem {
     /// The system prompt section listing the memories (read from
     /// `MEMORY.md` now), or `None` while the store is empty.
     pub fn system_section(&self) -> Option<String> {
-        index::system_section(&self.store)
+        index::system_section(self.store.dir())
     }
 
     /// [`Self::system_section`] as a system prompt block of its own.
@@ -124,12 +136,12 @@ impl MemorySystem {
             .collect();
         match &recalled.source {
             Source::SideQuery if names.is_empty() => {}
-            Source::SideQuery => note(&format!("recalled {}", names.join(", "))),
+            Source::SideQuery => self.note(&format!("recalled {}", names.join(", "))),
             Source::Keywords(reason) => {
-                warn(&format!(
+                self.warn(&format!(
                     "memory recall side query failed ({reason}); matching keywords instead"
                 ));
-                note(&format!(
+                self.note(&format!(
                     "recalled by keywords: {}",
                     if names.is_empty() {
                         "nothing".to_string()
@@ -152,25 +164,24 @@ impl MemorySystem {
         let extracted = match extract::extract(&self.side, &self.store, history).await {
             Ok(extracted) => extracted,
             Err(error) => {
-                warn(&format!("no memories extracted: {error}"));
+                self.warn(&format!("no memories extracted: {error}"));
                 return;
             }
         };
         for reason in &extracted.refused {
-            warn(&format!(
+            self.warn(&format!(
                 "extraction proposed an invalid memory ({reason}); skipped"
             ));
         }
         if !extracted.created.is_empty() {
-            let count = extracted.created.len();
-            let noun = if count == 1 { "memory" } else { "memories" };
-            note(&format!(
-                "extracted {count} new {noun}: {}",
+            self.note(&format!(
+                "extracted {}: {}",
+                plural(extracted.created.len(), "new memory", "new memories"),
                 extracted.created.join(", ")
             ));
         }
         if !extracted.updated.is_empty() {
-            note(&format!("updated {}", extracted.updated.join(", ")));
+            self.note(&format!("updated {}", extracted.updated.join(", ")));
         }
         if extracted.created.is_empty() {
             return;
@@ -179,17 +190,17 @@ impl MemorySystem {
             Ok(None) => {}
             Ok(Some(done)) => {
                 if let consolidate::Merger::Deterministic(reason) = &done.merger {
-                    warn(&format!(
+                    self.warn(&format!(
                         "memory consolidation side query failed ({reason}); merged deterministically instead"
                     ));
                 }
-                note(&format!(
+                self.note(&format!(
                     "consolidated {} into {}",
-                    memories(done.before),
+                    plural(done.before, "memory", "memories"),
                     done.after
                 ));
             }
-            Err(error) => warn(&format!("memory consolidation failed: {error}")),
+            Err(error) => self.warn(&format!("memory consolidation failed: {error}")),
         }
     }
 }

@@ -1,28 +1,17 @@
-//! The memory layer's lines on standard error, so the user can watch it
-//! work: `[Memory: …]` for what it did, `warning: …` for what it skipped.
+//! The memory layer's notices, so the user can watch it work:
+//! `[memory] …` for what it did, `[memory] warning: …` for what it skipped.
 
-use std::io::IsTerminal;
+use shared::notice::Notices;
 
-/// Prints `[Memory: text]`, grey when standard error is a terminal.
-pub fn note(text: &str) {
-    if std::io::stderr().is_terminal() {
-        eprintln!("\x1b[90m[Memory: {text}]\x1b[0m");
-    } else {
-        eprintln!("[Memory: {text}]");
-    }
+/// The tag of the memory layer's notices.
+pub const MEMORY_TAG: &str = "memory";
+
+/// Reports what the memory layer did.
+pub fn note(notices: &Notices, text: &str) {
+    notices.emit(MEMORY_TAG, text);
 }
 
-/// Prints `warning: text`.
-pub fn warn(text: &str) {
-    tracing::debug!("memory warning: {text}");
-    eprintln!("warning: {text}");
-}
-
-/// "1 memory", "3 memories".
-pub fn memories(count: usize) -> String {
-    if count == 1 {
-        "1 memory".to_string()
-    } else {
-        format!("{count} memories")
-    }
+/// Reports something the memory layer skipped or could not do.
+pub fn warn(notices: &Notices, text: &str) {
+    notices.emit(MEMORY_TAG, format!("warning: {text}"));
 }

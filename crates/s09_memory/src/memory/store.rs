@@ -1,27 +1,27 @@
 //! The store: the `.memory/` directory, written atomically and read
 //! defensively.
 //!
-//! Every write goes through a temp file and a rename, so a reader (or a
-//! process that crashed mid-write) never sees half a file. A file that
-//! does not parse is reported on standard error, naming the file, and
-//! skipped: one bad file never hides the others.
+//! Every write goes through [`shared::fs::write_atomic`] (a temp file, a
+//! flush to disk and a rename), so a reader (or a process that crashed
+//! mid-write) never sees half a file. A file that does not parse is
+//! reported as a notice, naming the file, and skipped: one bad file never
+//! hides the others.
 
 use std::collections::HashSet;
 use std::fmt;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use shared::fs::write_atomic;
+use shared::notice::Notices;
 use shared::tools::Workspace;
 
-use super::file::{Memory, StoredMemory, slug};
+pub use super::file::MEMORY_DIR;
+use super::file::{INDEX_FILE, Memory, StoredMemory, slug};
 use super::index;
 use super::report;
-
-/// The store's directory, relative to the workspace.
-pub const MEMORY_DIR: &str = ".memory";
 
 /// A memory file that was skipped, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +48,7 @@ impl fmt::Display for Skipped {
 pub struct MemoryStore {
     dir: PathBuf,
     reported: Arc<Mutex<HashSet<PathBuf>>>,
+    notices: Notices,
 }
 
 impl MemoryStore {
@@ -61,7 +62,14 @@ impl MemoryStore {
         Self {
             dir: dir.into(),
             reported: Arc::default(),
+            notices: Notices::new(),
         }
+    }
+
+    /// The same store, reporting malformed files to `notices`.
+    pub fn with_notices(mut self, notices: Notices) -> Self {
+        self.notices = notices;
+        self
     }
 
     /// The store's directory.
@@ -70,13 +78,13 @@ impl MemoryStore {
     }
 
     /// Every readable memory, sorted by file name. Malformed files are
-    /// skipped, and reported on standard error the first time they are met.
+    /// skipped, and reported as a notice the first time they are met.
     pub fn list(&self) -> Vec<StoredMemory> {
         let (memories, skipped) = self.scan();
         let mut reported = self.reported.lock().unwrap_or_else(PoisonError::into_inner);
         for problem in skipped {
             if reported.insert(problem.path.clone()) {
-                report::warn(&problem.to_string());
+                report::warn(&self.notices, &problem.to_string());
             }
         }
         memories
@@ -96,9 +104,7 @@ impl MemoryStore {
             .filter_map(|entry| entry.file_name().into_string().ok())
             // Dot files are our temp files (and editors' swap files); the
             // index is not a memory.
-            .filter(|name| {
-                name.ends_with(".md") && !name.starts_with('.') && name != index::INDEX_FILE
-            })
+            .filter(|name| name.ends_with(".md") && !name.starts_with('.') && name != INDEX_FILE)
             .collect();
         files.sort();
         for file in files {
@@ -145,7 +151,7 @@ impl MemoryStore {
     /// Rewrites `MEMORY.md` from the files on disk.
     pub fn rebuild_index(&self) -> io::Result<()> {
         let memories = self.list();
-        write_atomic(&self.dir.join(index::INDEX_FILE), &index::render(&memories))
+        write_atomic(&self.dir.join(INDEX_FILE), index::render(&memories))
     }
 
     /// Writes one memory file, without touching the index (for batches,
@@ -153,8 +159,7 @@ impl MemoryStore {
     pub(crate) fn write_file(&self, memory: &Memory) -> io::Result<StoredMemory> {
         let memory = Memory::new(&memory.name, memory.kind, &memory.description, &memory.body);
         let file = memory.file_name();
-        fs::create_dir_all(&self.dir)?;
-        write_atomic(&self.dir.join(&file), &memory.to_markdown())?;
+        write_atomic(&self.dir.join(&file), memory.to_markdown())?;
         Ok(StoredMemory { file, memory })
     }
 
@@ -174,7 +179,7 @@ impl MemoryStore {
         let plain = file.ends_with(".md")
             && !file.starts_with('.')
             && !file.contains(['/', '\\', ':'])
-            && file != index::INDEX_FILE;
+            && file != INDEX_FILE;
         if plain {
             file.to_string()
         } else {
@@ -183,35 +188,3 @@ impl MemoryStore {
     }
 }
 // ANCHOR_END: store
-
-// ANCHOR: atomic
-/// Replaces `path` with `contents` so that a reader sees the old file or
-/// the new one, never half of either: the text goes to a temp file in the
-/// same directory (a dot file, which listings skip), is flushed to disk,
-/// and is then renamed over the target. If anything fails, the temp file
-/// is removed and the target is left as it was.
-pub fn write_atomic(path: &Path, contents: &str) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut file = fs::File::create(&temp)?;
-        file.write_all(contents.as_bytes())?;
-        file.sync_all()?;
-        fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
-}
-// ANCHOR_END: atomic

@@ -16,7 +16,9 @@ use std::path::Path;
 use shared::protocol::{ContentBlock, Message, Role, ToolResultContent};
 
 use super::config::CompactConfig;
-use super::files::{TOOL_RESULTS_DIR, safe_stem, write_atomic};
+use shared::fs::write_atomic;
+
+use super::files::{TOOL_RESULTS_DIR, safe_stem};
 
 /// The first line of every marker.
 pub const MARKER_START: &str = "<persisted-output>";

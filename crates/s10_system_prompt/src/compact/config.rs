@@ -13,7 +13,7 @@
 //! | `COMPACT_KEEP_RECENT_RESULTS` | [`CompactConfig::keep_recent_tool_results`]    | 3       |
 //! | `COMPACT_THRESHOLD_TOKENS`    | [`CompactConfig::threshold_tokens`]            | 50000   |
 
-use std::fmt;
+use shared::settings::{self, InvalidSetting};
 
 // ANCHOR: config
 /// When and how much each layer compacts. The defaults are the course's.
@@ -82,35 +82,11 @@ pub const ENV_KEEP_RECENT_RESULTS: &str = "COMPACT_KEEP_RECENT_RESULTS";
 /// Overrides [`CompactConfig::threshold_tokens`].
 pub const ENV_THRESHOLD_TOKENS: &str = "COMPACT_THRESHOLD_TOKENS";
 
-/// An override that is not a number the layer can work with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidSetting {
-    pub variable: &'static str,
-    pub value: String,
-    pub minimum: usize,
-}
-
-impl fmt::Display for InvalidSetting {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} must be a whole number of at least {}, got {:?}",
-            self.variable, self.minimum, self.value
-        )
-    }
-}
-
-impl std::error::Error for InvalidSetting {}
-
 impl CompactConfig {
-    /// The defaults, with any overrides set in the environment.
-    pub fn from_env() -> Result<Self, InvalidSetting> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    /// The defaults, with the overrides `lookup` finds. A value that is not
-    /// a number is an error rather than silently ignored: a user who set it
-    /// expects it to count.
+    /// The defaults, with the overrides `lookup` finds (`main` passes the
+    /// environment, see [`shared::settings`]). A value that is not a number
+    /// is an error rather than silently ignored: a user who set it expects
+    /// it to count.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, InvalidSetting> {
         let mut config = Self::default();
         let settings: [(&'static str, &mut usize, usize); 4] = [
@@ -128,18 +104,8 @@ impl CompactConfig {
             (ENV_THRESHOLD_TOKENS, &mut config.threshold_tokens, 1),
         ];
         for (variable, field, minimum) in settings {
-            let Some(value) = lookup(variable) else {
-                continue;
-            };
-            match value.trim().replace('_', "").parse::<usize>() {
-                Ok(number) if number >= minimum => *field = number,
-                _ => {
-                    return Err(InvalidSetting {
-                        variable,
-                        value,
-                        minimum,
-                    });
-                }
+            if let Some(number) = settings::number(&lookup, variable, minimum)? {
+                *field = number;
             }
         }
         Ok(config)

@@ -25,7 +25,9 @@ use shared::model::Model;
 use shared::protocol::{ContentBlock, Delta, Message, Request, SystemBlock};
 
 use super::config::CompactConfig;
-use super::files::{TRANSCRIPTS_DIR, write_atomic};
+use shared::fs::write_atomic;
+
+use super::files::TRANSCRIPTS_DIR;
 
 // ANCHOR: prompt
 /// The summariser's instructions.

@@ -35,14 +35,15 @@ pub mod snip;
 pub mod summary;
 pub mod tool;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use shared::cli::Setup;
 use shared::model::Model;
+use shared::notice::Notices;
 use shared::protocol::Message;
-use shared::tools::Workspace;
+use shared::text::plural;
 
 use crate::dispatch::ToolRegistry;
 pub use budget::BudgetReport;
@@ -94,24 +95,23 @@ pub struct Compactor {
     failures: usize,
     /// The last prompt the user typed, repeated in every summary message.
     current_request: Option<String>,
+    /// Where each layer reports what it did.
+    notices: Notices,
 }
 
 impl Compactor {
-    /// Compaction for the workspace `workspace`, summarising with `model`.
-    pub fn new(
-        workspace: &Workspace,
-        model: Arc<dyn Model>,
-        model_id: impl Into<String>,
-        config: CompactConfig,
-    ) -> Self {
+    /// Compaction in the setup's workspace, summarising with its model,
+    /// reporting to its notices.
+    pub fn new(setup: &Setup, config: CompactConfig) -> Self {
         Self {
             config,
-            root: workspace.root().to_path_buf(),
-            model,
-            model_id: model_id.into(),
+            root: setup.workspace.root().to_path_buf(),
+            model: setup.model.clone(),
+            model_id: setup.model_id.clone(),
             flags: Arc::new(Flags::default()),
             failures: 0,
             current_request: None,
+            notices: setup.notices.clone(),
         }
     }
 
@@ -196,7 +196,7 @@ impl Compactor {
         match self.summarise_prefix(history, cut, "Compacted").await {
             Ok(transcript) => {
                 let after = estimate_tokens(history);
-                notice(&format!(
+                self.notice(&format!(
                     "auto compact ({why}): transcript saved to {transcript}; \
                      history replaced by a summary (~{after} tokens)"
                 ));
@@ -249,10 +249,10 @@ impl Compactor {
     fn record_failure(&mut self, why: &str) {
         self.failures += 1;
         let max = self.config.max_summary_failures;
-        notice(&format!("summary failed ({}/{max}): {why}", self.failures));
+        self.notice(&format!("summary failed ({}/{max}): {why}", self.failures));
         if self.failures >= max {
             self.flags.breaker_open.store(true, Ordering::SeqCst);
-            notice(&format!(
+            self.notice(&format!(
                 "circuit breaker open: {max} summaries failed in a row, so no more will be \
                  attempted this session; the cheaper layers carry on"
             ));
@@ -266,26 +266,26 @@ impl Compactor {
     fn report_cheap_layers(&self, report: &PipelineReport) {
         let budget = &report.budget;
         if !budget.saved.is_empty() {
-            notice(&format!(
+            self.notice(&format!(
                 "tool-result budget: {} chars over {}; saved {} to {}/ ({} → {} chars)",
                 budget.chars_before,
                 self.config.tool_result_budget_chars,
-                plural(budget.saved.len(), "result"),
+                plural(budget.saved.len(), "result", "results"),
                 files::TOOL_RESULTS_DIR,
                 budget.chars_before,
                 budget.chars_after
             ));
         }
         if report.snipped > 0 {
-            notice(&format!(
+            self.notice(&format!(
                 "snip: dropped {} from the middle of the conversation",
-                plural(report.snipped, "message")
+                plural(report.snipped, "message", "messages")
             ));
         }
         if report.cleared > 0 {
-            notice(&format!(
+            self.notice(&format!(
                 "micro-compact: cleared {}",
-                plural(report.cleared, "old tool result")
+                plural(report.cleared, "old tool result", "old tool results")
             ));
         }
         tracing::debug!(
@@ -296,20 +296,12 @@ impl Compactor {
     }
 }
 
-fn plural(count: usize, noun: &str) -> String {
-    if count == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{count} {noun}s")
-    }
-}
+/// The tag of every notice compaction emits.
+pub const COMPACT_TAG: &str = "compact";
 
-/// Prints `[compact] text` to standard error, grey when that is a terminal,
-/// like the lesson's `[HOOK]` lines.
-fn notice(text: &str) {
-    if std::io::stderr().is_terminal() {
-        eprintln!("\x1b[90m[compact] {text}\x1b[0m");
-    } else {
-        eprintln!("[compact] {text}");
+impl Compactor {
+    /// Reports what a layer did, as a `[compact]` notice.
+    fn notice(&self, text: &str) {
+        self.notices.emit(COMPACT_TAG, text);
     }
 }

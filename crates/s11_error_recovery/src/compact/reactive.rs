@@ -22,7 +22,7 @@ use shared::error::ApiError;
 use shared::hooks::ModelCall;
 use shared::protocol::{Message, Response, Role};
 
-use super::{Compactor, micro, notice, snip};
+use super::{Compactor, micro, snip};
 
 /// What reactive compaction did to the history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub async fn send_with_reactive_compaction(
         Err(error @ ApiError::PromptTooLong { .. }) => error,
         other => return other,
     };
-    notice(&format!("reactive compact: {error}"));
+    compactor.notice(&format!("reactive compact: {error}"));
     match compactor.reactive_compact(&mut *call.history).await {
         ReactiveOutcome::Unchanged => Err(error),
         _ => call.send().await,
@@ -72,7 +72,7 @@ impl Compactor {
             {
                 Ok(transcript) => {
                     self.failures = 0;
-                    notice(&format!(
+                    self.notice(&format!(
                         "reactive compact: transcript saved to {transcript}; \
                          older history replaced by a summary"
                     ));
@@ -84,10 +84,10 @@ impl Compactor {
         let dropped = snip::snip(history, keep + 1, 1);
         let cleared = micro::micro_compact(history, 0, self.config.min_clear_chars);
         if dropped + cleared == 0 {
-            notice("reactive compact: nothing left to remove");
+            self.notice("reactive compact: nothing left to remove");
             return ReactiveOutcome::Unchanged;
         }
-        notice(&format!(
+        self.notice(&format!(
             "reactive compact: aggressive snip dropped {dropped} messages and cleared \
              {cleared} tool results"
         ));

@@ -18,6 +18,12 @@
 
 use std::fmt;
 
+/// The store's directory, relative to the workspace.
+pub const MEMORY_DIR: &str = ".memory";
+
+/// The index file, inside the store's directory.
+pub const INDEX_FILE: &str = "MEMORY.md";
+
 /// The longest slug a memory name becomes (the file name adds `.md`).
 pub const MAX_SLUG_CHARS: usize = 64;
 

@@ -10,12 +10,10 @@
 //! request. The bodies stay on disk until recall loads the relevant ones.
 
 use std::fs;
+use std::path::Path;
 
-use super::file::{StoredMemory, one_line};
-use super::store::{MEMORY_DIR, MemoryStore};
-
-/// The index file, inside the store's directory.
-pub const INDEX_FILE: &str = "MEMORY.md";
+pub use super::file::INDEX_FILE;
+use super::file::{MEMORY_DIR, StoredMemory, one_line};
 
 /// At most this many index lines reach the system prompt; a store that
 /// large is overdue for consolidation, and the prompt must stay bounded.
@@ -39,10 +37,11 @@ pub fn render(memories: &[StoredMemory]) -> String {
 // ANCHOR_END: render
 
 // ANCHOR: section
-/// The index as it is on disk now, cut to [`MAX_INDEX_LINES`] lines, or
-/// `None` when there is no index or it lists nothing.
-pub fn read(store: &MemoryStore) -> Option<String> {
-    let text = fs::read_to_string(store.dir().join(INDEX_FILE)).ok()?;
+/// The index of the store in `dir` as it is on disk now, cut to
+/// [`MAX_INDEX_LINES`] lines, or `None` when there is no index or it lists
+/// nothing.
+pub fn read(dir: &Path) -> Option<String> {
+    let text = fs::read_to_string(dir.join(INDEX_FILE)).ok()?;
     let lines: Vec<&str> = text
         .lines()
         .filter(|line| !line.trim().is_empty())
@@ -60,10 +59,10 @@ pub fn read(store: &MemoryStore) -> Option<String> {
     Some(shown)
 }
 
-/// The system prompt section built around the current index, or `None`
-/// when the store is empty.
-pub fn system_section(store: &MemoryStore) -> Option<String> {
-    let index = read(store)?;
+/// The system prompt section built around the current index of the store
+/// in `dir`, or `None` when the store is empty.
+pub fn system_section(dir: &Path) -> Option<String> {
+    let index = read(dir)?;
     Some(format!(
         "# Memory\n\
          These memories were saved in earlier sessions, one file each in {MEMORY_DIR}/ \

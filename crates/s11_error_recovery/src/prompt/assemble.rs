@@ -1,7 +1,6 @@
 //! Turning sections into system blocks, once per change.
 
-use std::io::IsTerminal;
-
+use shared::notice::Notices;
 use shared::protocol::{CacheControl, SystemBlock, ToolSpec};
 
 use super::section::{Placement, PromptKey, Section};
@@ -58,13 +57,13 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The line the terminal shows.
+    /// The notice the terminal shows, after `[prompt]`.
     pub fn line(&self) -> String {
         match self {
             Self::Assembled { topics, .. } => {
-                format!("[assembled] sections: {}", topics.join(", "))
+                format!("assembled from sections: {}", topics.join(", "))
             }
-            Self::CacheHit { .. } => "[cache hit] system prompt unchanged".to_string(),
+            Self::CacheHit { .. } => "cache hit: system prompt unchanged".to_string(),
         }
     }
 }
@@ -82,12 +81,17 @@ pub struct Stats {
 pub struct PromptAssembler {
     last: Option<(PromptKey, Vec<SystemBlock>)>,
     stats: Stats,
+    notices: Notices,
 }
 
 impl PromptAssembler {
-    /// An assembler that has built nothing yet.
-    pub fn new() -> Self {
-        Self::default()
+    /// An assembler that has built nothing yet, reporting each outcome to
+    /// `notices`.
+    pub fn new(notices: Notices) -> Self {
+        Self {
+            notices,
+            ..Self::default()
+        }
     }
 
     /// The system blocks for `sections`, reusing the last ones if nothing
@@ -111,10 +115,14 @@ impl PromptAssembler {
         (blocks, Outcome::Assembled { key, topics })
     }
 
-    /// Like [`get`](Self::get), printing the outcome on standard error.
+    /// Like [`get`](Self::get), reporting the outcome as a notice.
     pub fn build(&mut self, sections: &[Section]) -> Vec<SystemBlock> {
         let (blocks, outcome) = self.get(sections);
-        report(&outcome);
+        let key = match &outcome {
+            Outcome::Assembled { key, .. } | Outcome::CacheHit { key } => key,
+        };
+        tracing::debug!("system prompt key {key}");
+        self.notices.emit(PROMPT_TAG, outcome.line());
         blocks
     }
 }
@@ -132,21 +140,5 @@ impl PromptAssembler {
     }
 }
 
-/// Prints the outcome on standard error, next to the `[HOOK]` lines:
-/// green when a prompt was built, grey when one was reused.
-fn report(outcome: &Outcome) {
-    let line = outcome.line();
-    let key = match outcome {
-        Outcome::Assembled { key, .. } | Outcome::CacheHit { key } => key,
-    };
-    tracing::debug!("system prompt key {key}");
-    if std::io::stderr().is_terminal() {
-        let colour = match outcome {
-            Outcome::Assembled { .. } => "32",
-            Outcome::CacheHit { .. } => "90",
-        };
-        eprintln!("\x1b[{colour}m{line}\x1b[0m");
-    } else {
-        eprintln!("{line}");
-    }
-}
+/// The tag of the assembler's notices.
+pub const PROMPT_TAG: &str = "prompt";

@@ -1,12 +1,11 @@
 //! What recovery did, one event per decision.
 //!
-//! Every path is visible: each event is printed as one `[recovery] …` line
-//! on standard error (grey on a terminal, like the `[compact]` and `[HOOK]`
-//! lines), logged with `tracing`, and kept in
+//! Every path is visible: each event is emitted as one `[recovery] …`
+//! notice (shown dim on standard error, like the `[compact]` and `[hook]`
+//! ones), logged with `tracing`, and kept in
 //! [`Recovery::events`](super::Recovery::events) for tests and embedders.
 
 use std::fmt;
-use std::io::IsTerminal;
 
 use super::backoff::Delay;
 
@@ -134,39 +133,5 @@ impl fmt::Display for RecoveryEvent {
                 "reply still cut off after {max} continuations — ending with what there is"
             ),
         }
-    }
-}
-
-/// Prints the event as a notice and logs it. The log is at debug level
-/// (shown with `-v`), so by default each event is one line, not two.
-pub(super) fn report(event: &RecoveryEvent) {
-    tracing::debug!(?event, "recovery");
-    if std::io::stderr().is_terminal() {
-        // On a terminal the notice would otherwise start in the middle of
-        // the reply's last line.
-        let lead = if event.follows_streamed_text() && std::io::stdout().is_terminal() {
-            "\n"
-        } else {
-            ""
-        };
-        eprintln!("{lead}\x1b[90m[recovery] {event}\x1b[0m");
-    } else {
-        eprintln!("[recovery] {event}");
-    }
-}
-
-impl RecoveryEvent {
-    /// Whether the event comes right after reply text streamed to the
-    /// terminal (which does not end with a newline).
-    fn follows_streamed_text(&self) -> bool {
-        matches!(
-            self,
-            Self::Retry {
-                restreams: true,
-                ..
-            } | Self::Escalated { .. }
-                | Self::Continuation { .. }
-                | Self::ContinuationsSpent { .. }
-        )
     }
 }

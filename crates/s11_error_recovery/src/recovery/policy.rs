@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use shared::error::ApiError;
 
-use crate::compact::config::InvalidSetting;
+use shared::settings::{self, InvalidSetting};
 
 /// Names the model to switch to after repeated overloads.
 pub const ENV_FALLBACK_MODEL: &str = "FALLBACK_MODEL_ID";
@@ -51,6 +51,9 @@ pub struct RecoveryPolicy {
     pub escalated_max_tokens: u32,
     /// Continuation prompts per turn once even the escalated limit is hit.
     pub max_continuations: usize,
+    /// Seeds the jitter, so every delay is known in advance (tests); `None`
+    /// seeds it from the clock.
+    pub jitter_seed: Option<u64>,
 }
 
 impl Default for RecoveryPolicy {
@@ -65,38 +68,23 @@ impl Default for RecoveryPolicy {
             fallback_model: None,
             escalated_max_tokens: 64_000,
             max_continuations: 3,
+            jitter_seed: None,
         }
     }
 }
 // ANCHOR_END: policy
 
 impl RecoveryPolicy {
-    /// The defaults, with the overrides set in the environment.
-    pub fn from_env() -> Result<Self, InvalidSetting> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    /// The defaults, with the overrides `lookup` finds. An empty
+    /// The defaults, with the overrides `lookup` finds (`main` passes the
+    /// environment, see [`shared::settings`]). An empty
     /// `FALLBACK_MODEL_ID` means none; a delay that is not a number is an
     /// error, since the user who set it expects it to count.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, InvalidSetting> {
         let mut policy = Self {
-            fallback_model: lookup(ENV_FALLBACK_MODEL)
-                .map(|id| id.trim().to_string())
-                .filter(|id| !id.is_empty()),
+            fallback_model: settings::text(&lookup, ENV_FALLBACK_MODEL),
             ..Self::default()
         };
-        if let Some(value) = lookup(ENV_BASE_DELAY_MS) {
-            let millis =
-                value
-                    .trim()
-                    .replace('_', "")
-                    .parse::<u64>()
-                    .map_err(|_| InvalidSetting {
-                        variable: ENV_BASE_DELAY_MS,
-                        value: value.clone(),
-                        minimum: 0,
-                    })?;
+        if let Some(millis) = settings::number(&lookup, ENV_BASE_DELAY_MS, 0u64)? {
             policy.base_delay = Duration::from_millis(millis);
         }
         Ok(policy)

@@ -30,11 +30,12 @@ pub struct SkillsArgs {
 }
 
 impl SkillsArgs {
-    /// Fills in `SKILLS_DIR` when no flag was given. Called when the agent
-    /// is built, after `.env` was loaded, so the variable may come from there.
-    pub fn or_env(&self) -> Self {
+    /// Fills in `SKILLS_DIR`, as `lookup` finds it, when no flag was given.
+    /// `main` passes the environment, after `.env` was loaded, so the
+    /// variable may come from there.
+    pub fn or_lookup(&self, lookup: impl Fn(&str) -> Option<String>) -> Self {
         let skills_dir = self.skills_dir.clone().or_else(|| {
-            std::env::var_os(SKILLS_DIR_ENV)
+            lookup(SKILLS_DIR_ENV)
                 .filter(|value| !value.is_empty())
                 .map(PathBuf::from)
         });

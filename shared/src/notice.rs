@@ -1,0 +1,154 @@
+//! Notices: one-line reports from a lesson's machinery to the person
+//! watching the loop.
+//!
+//! Mechanisms that run inside hooks — compaction, memory, recovery, the
+//! subagent — have things worth saying ("summarised 40 messages", "retrying
+//! in 2 s"), but hooks have no access to the terminal, and must not print
+//! on their own: a line written in the middle of a streamed reply garbles
+//! it, and a test cannot see what was printed. So they *emit* a [`Notice`]
+//! into a [`Notices`] handle they were given, and the loop hands every
+//! notice to its [`Observer`](crate::agent::Observer) as
+//! [`Event::Notice`](crate::agent::Event::Notice), as soon as it is emitted
+//! — even while a hook is still awaiting something. The terminal shows it
+//! dim on standard error, after ending any half-written line; a test
+//! collects it.
+//!
+//! A [`Notices`] handle is cheap to clone and can be used from any thread
+//! or task. Emitting never blocks and never fails: with nobody draining,
+//! notices wait in the queue (a bounded number of them, see
+//! [`MAX_QUEUED`]).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::Notify;
+
+/// How many undelivered notices are kept; older ones are dropped first. A
+/// harness that is never run by a loop must not grow without bound.
+pub const MAX_QUEUED: usize = 1_000;
+
+// ANCHOR: notice
+/// One report: a short tag saying which mechanism speaks (`"compact"`,
+/// `"recovery"`, `"memory"` …) and what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub tag: String,
+    pub text: String,
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}", self.tag, self.text)
+    }
+}
+// ANCHOR_END: notice
+
+/// Where notices are emitted; clones share one queue.
+#[derive(Clone, Default)]
+pub struct Notices {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    queue: Mutex<VecDeque<Notice>>,
+    ready: Notify,
+}
+
+impl fmt::Debug for Notices {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Notices")
+            .field("queued", &self.queue().len())
+            .finish()
+    }
+}
+
+impl Notices {
+    /// A new, empty queue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Queues a notice for the loop's observer.
+    pub fn emit(&self, tag: impl Into<String>, text: impl Into<String>) {
+        let notice = Notice {
+            tag: tag.into(),
+            text: text.into(),
+        };
+        tracing::debug!("{notice}");
+        {
+            let mut queue = self.queue();
+            if queue.len() >= MAX_QUEUED {
+                queue.pop_front();
+            }
+            queue.push_back(notice);
+        }
+        self.inner.ready.notify_one();
+    }
+
+    /// Takes every notice queued so far, oldest first.
+    pub fn take(&self) -> Vec<Notice> {
+        self.queue().drain(..).collect()
+    }
+
+    /// Waits until a notice has been emitted since the last wait returned
+    /// (or is already queued). Cancel-safe.
+    pub async fn ready(&self) {
+        if !self.queue().is_empty() {
+            return;
+        }
+        self.inner.ready.notified().await;
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Notice>> {
+        self.inner
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clones_share_one_queue_and_take_empties_it() {
+        let notices = Notices::new();
+        let clone = notices.clone();
+        clone.emit("compact", "one");
+        notices.emit("memory", "two");
+        let taken = notices.take();
+        assert_eq!(
+            taken.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["[compact] one", "[memory] two"]
+        );
+        assert!(clone.take().is_empty());
+    }
+
+    #[test]
+    fn an_undrained_queue_keeps_only_the_newest() {
+        let notices = Notices::new();
+        for n in 0..MAX_QUEUED + 5 {
+            notices.emit("t", n.to_string());
+        }
+        let taken = notices.take();
+        assert_eq!(taken.len(), MAX_QUEUED);
+        assert_eq!(taken[0].text, "5");
+    }
+
+    #[tokio::test]
+    async fn ready_wakes_for_a_notice_emitted_from_another_task() {
+        let notices = Notices::new();
+        let sender = notices.clone();
+        let waiter = tokio::spawn(async move {
+            notices.ready().await;
+            notices.take()
+        });
+        tokio::task::yield_now().await;
+        sender.emit("t", "hello");
+        let taken = waiter.await.unwrap();
+        assert_eq!(taken.len(), 1);
+    }
+}

@@ -1,0 +1,8 @@
+//! xtask's tests, as one test binary: the layout every lesson's tests
+//! follow (see rule 7 in `xtask::check`).
+//! - [`book`]: the real repository passes `cargo xtask check`;
+//! - [`fixture`]: the generator and every check rule, on a made-up
+//!   repository.
+
+mod book;
+mod fixture;
