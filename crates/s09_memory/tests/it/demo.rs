@@ -69,8 +69,11 @@ async fn the_demo_saves_a_preference_then_recalls_and_applies_it_twice_over() {
         "{stdout}"
     );
     let memory = fs::read_to_string(dir.path().join(".memory/user-prefers-tabs.md")).unwrap();
+    // Dated when it was written (the time itself differs from run to run).
     assert!(
-        memory.starts_with("---\nname: user-prefers-tabs\n") && memory.contains("type: user"),
+        memory.starts_with("---\nname: user-prefers-tabs\n")
+            && memory.contains("\ntype: user\nupdated: 20")
+            && memory.contains("Z\n---\n"),
         "{memory}"
     );
     assert_eq!(
