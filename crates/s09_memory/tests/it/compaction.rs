@@ -522,12 +522,19 @@ async fn compact_summarises_before_the_next_call_and_takes_its_round_with_it() {
 
     outcome.unwrap();
     assert_eq!(model.remaining(), 0);
-    // The tool itself only asked: its result says so.
+    // The tool itself only asked: its result, answering the compact call,
+    // says so.
+    let compact_call = recorder
+        .calls
+        .iter()
+        .find(|call| call.name == "compact")
+        .expect("compact called");
     let compact_result = recorder
         .results
         .iter()
-        .find(|result| result.text().starts_with("Compaction requested"))
+        .find(|result| result.tool_use_id == compact_call.id)
         .expect("compact answered");
+    assert!(compact_result.text().starts_with("Compaction requested"));
     assert!(!compact_result.is_error);
     // The summariser saw the whole round: the compact call, its result and
     // the other call's output.
@@ -574,6 +581,9 @@ async fn a_failed_requested_summary_leaves_the_round_intact() {
     // The round is still there, the compact call with its result.
     validate(&history).unwrap();
     assert_eq!(history.len(), 4);
+    let call = history[1].tool_uses().next().unwrap();
+    assert_eq!(call.name, "compact");
+    assert_eq!(first_result(&history[2]).tool_use_id, call.id);
     assert!(
         first_result(&history[2])
             .text()

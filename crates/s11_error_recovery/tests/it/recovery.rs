@@ -1656,8 +1656,13 @@ async fn over_the_wire_a_429_on_a_subagent_call_is_retried() {
     let sub = received[1].json();
     assert_eq!(sub["messages"][0]["content"][0]["text"], description);
     assert!(!received[1].body.contains("\"name\":\"task\""));
-    // The parent's next request answers `task` with the subagent's summary.
+    // The parent's next request sends its `task` call back, answered by
+    // the subagent's summary.
     let parent = received[4].json();
+    let call = &parent["messages"][1]["content"][0];
+    assert_eq!(call["type"], "tool_use", "{call}");
+    assert_eq!(call["id"], "toolu_task");
+    assert_eq!(call["name"], "task");
     let result = &parent["messages"][2]["content"][0];
     assert_eq!(result["tool_use_id"], "toolu_task");
     assert!(result.get("is_error").is_none(), "{result}");
@@ -1771,6 +1776,12 @@ async fn over_the_wire_429_three_529s_and_a_cut_stream_are_survived_on_the_fallb
     let messages: Vec<Message> = serde_json::from_value(conversation).unwrap();
     validate(&messages).unwrap();
     assert_eq!(messages.len(), 3);
+    let call = messages[1].tool_uses().next().unwrap();
+    assert_eq!((call.id.as_str(), call.name.as_str()), ("toolu_1", "bash"));
+    assert_eq!(
+        messages[2].tool_result_ids().collect::<Vec<_>>(),
+        ["toolu_1"]
+    );
     assert!(
         serde_json::to_string(&messages[2])
             .unwrap()
