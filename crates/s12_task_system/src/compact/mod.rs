@@ -91,7 +91,7 @@ pub struct Compactor {
     model: Arc<dyn Model>,
     model_id: String,
     flags: Arc<Flags>,
-    /// Failed summaries in a row.
+    /// Failed summaries in a row; transient failures do not count.
     failures: usize,
     /// The last prompt the user typed, repeated in every summary message.
     current_request: Option<String>,
@@ -125,7 +125,7 @@ impl Compactor {
         self.current_request = Some(prompt.to_string());
     }
 
-    /// Failed summaries in a row so far.
+    /// Failed summaries in a row so far, transient failures left out.
     pub fn summary_failures(&self) -> usize {
         self.failures
     }
@@ -210,7 +210,7 @@ impl Compactor {
                 SummaryOutcome::Replaced { transcript }
             }
             Err(error) => {
-                self.record_failure(&error.to_string());
+                self.summary_failed(&error);
                 SummaryOutcome::Failed(error.to_string())
             }
         }
@@ -243,6 +243,24 @@ impl Compactor {
             summary::summary_message(label, &text, &transcript, self.current_request.as_deref());
         summary::replace_prefix(history, cut, message);
         Ok(transcript)
+    }
+
+    /// Reports a summary that could not be made, and counts it towards the
+    /// breaker unless it was transient. A rate limit, an overload or a cut
+    /// stream says nothing about the summary itself: counting it would let a
+    /// minute's outage turn summaries off for the rest of the session.
+    /// (Lesson 11 retries such failures before they get here; one that still
+    /// arrives means the retries ran out, and it is not counted either.)
+    fn summary_failed(&mut self, error: &SummaryError) {
+        if error.is_transient() {
+            self.notice(&format!(
+                "summary failed: {error}; a transient failure, so it does not count towards \
+                 the circuit breaker ({}/{} so far)",
+                self.failures, self.config.max_summary_failures
+            ));
+            return;
+        }
+        self.record_failure(&error.to_string());
     }
 
     /// Counts a failed summary; the last one allowed opens the breaker.

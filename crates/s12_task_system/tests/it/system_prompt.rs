@@ -596,6 +596,17 @@ async fn over_the_wire_the_prefix_is_marked_for_caching_and_sent_unchanged() {
     assert_eq!(received.len(), 3);
     assert!(received[2].json().get("tools").is_none());
     assert_eq!(raw_system(&received[0].body), raw_system(&received[1].body));
+    // The messages grow at the end only: the second request starts with the
+    // first one's, then sends the call back with its real result.
+    let messages = |index: usize| received[index].json()["messages"].clone();
+    let (before, after) = (messages(0), messages(1));
+    let after = after.as_array().unwrap();
+    assert_eq!(after.len(), 3);
+    assert_eq!(after[0], before[0]);
+    assert_eq!(after[1]["content"][0], bash_call("toolu_1", "echo hi"));
+    let result = &after[2]["content"][0];
+    assert_eq!(result["tool_use_id"], "toolu_1");
+    assert_eq!(result["content"].as_str().unwrap().trim_end(), "hi");
     let first = received[0].json();
     let ephemeral = json!({"type": "ephemeral"});
     assert_eq!(first["system"][0]["cache_control"], ephemeral);
