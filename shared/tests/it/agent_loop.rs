@@ -440,7 +440,12 @@ async fn the_outcome_adds_up_the_usage_of_the_turn_s_calls() {
     // A model that reports no cache figures leaves them unknown, not zero.
     let (mut agent, _) = self::agent(vec![Reply::text("hi")]);
     let outcome = agent
-        .run_turn(&mut Vec::new(), "go", &mut Silent, &CancellationToken::new())
+        .run_turn(
+            &mut Vec::new(),
+            "go",
+            &mut Silent,
+            &CancellationToken::new(),
+        )
         .await
         .unwrap();
     assert_eq!(outcome.usage.cache_read_input_tokens, None);
