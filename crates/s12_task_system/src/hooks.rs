@@ -13,7 +13,9 @@ use crate::compact::Compactor;
 use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::hook_registry::HookRegistry;
 use crate::memory::MemorySystem;
-use crate::prompt::{PromptAssembler, Section, log_cache_usage, mark_last_tool, sources};
+use crate::prompt::{
+    ConversationBreakpoints, PromptAssembler, Section, log_cache_usage, mark_last_tool, sources,
+};
 use crate::recovery::Recovery;
 use crate::skills;
 use crate::subagent::{self, SharedHooks, Subagent, lock};
@@ -223,6 +225,11 @@ impl Hooks for LessonHooks {
 
     // ANCHOR: call_model
     async fn call_model(&mut self, call: ModelCall<'_, '_>) -> Result<Response, ApiError> {
+        // The conversation's cache breakpoints are set on each request as it
+        // goes out, never in the stored history.
+        let model = ConversationBreakpoints::new(call.model);
+        let mut call = call;
+        call.model = &model;
         let response = self.recovery.send(&mut self.compactor, call).await?;
         log_cache_usage(&response.usage);
         Ok(response)

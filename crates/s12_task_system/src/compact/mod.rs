@@ -12,6 +12,7 @@
 //! * [`snip`]: past a number of messages, the middle of the history is
 //!   dropped, between whole rounds.
 //! * [`micro`]: old tool results keep their blocks but lose their content.
+//! * [`batch`]: when snip and micro-compact act — rarely, and together.
 //! * [`summary`]: the transcript is saved, the model summarises, and the
 //!   summary replaces the history.
 //! * [`reactive`]: the same summary (or a harder snip) when the provider
@@ -137,6 +138,33 @@ impl Compactor {
 }
 // ANCHOR_END: compactor
 
+// ANCHOR: batch
+/// Layers 2 and 3 as the pipeline runs them: nothing until one of them is
+/// due — the history is over [`CompactConfig::max_messages`], or the
+/// results micro-compact would clear hold more than
+/// [`CompactConfig::micro_batch_chars`] — and then both do all they can:
+/// snip down to [`CompactConfig::snip_to_messages`], and clear every old
+/// result. Returns the messages dropped and the results cleared.
+///
+/// What costs is not how much a batch removes but that it happens: it
+/// changes the history from some point on, and the provider's prompt cache
+/// has to store everything after that point again (chapter 10). So the
+/// two layers act rarely, and together, and in between the history only
+/// grows at its end.
+pub fn batch(history: &mut Vec<Message>, config: &CompactConfig) -> (usize, usize) {
+    let keep = config.keep_recent_tool_results;
+    let due = history.len() > config.max_messages
+        || micro::pending_chars(history, keep, config.min_clear_chars) > config.micro_batch_chars;
+    if !due {
+        return (0, 0);
+    }
+    let low = config.snip_to_messages.min(config.max_messages);
+    let snipped = snip::snip(history, low, config.keep_head_messages);
+    let cleared = micro::micro_compact(history, keep, config.min_clear_chars);
+    (snipped, cleared)
+}
+// ANCHOR_END: batch
+
 // ANCHOR: pipeline
 impl Compactor {
     /// The pipeline, run before every model call: the three cheap layers,
@@ -147,12 +175,7 @@ impl Compactor {
         // The order matters: the budget keeps full text on disk, so it runs
         // before the layers that throw text away.
         let budget = budget::apply(history, &self.root, config);
-        let snipped = snip::snip(history, config.max_messages, config.keep_head_messages);
-        let cleared = micro::micro_compact(
-            history,
-            config.keep_recent_tool_results,
-            config.min_clear_chars,
-        );
+        let (snipped, cleared) = batch(history, config);
         let mut report = PipelineReport {
             budget,
             snipped,

@@ -4,7 +4,7 @@
 //! Run with:
 //!
 //! ```sh
-//! cargo bench -p s11_error_recovery --bench prompt_cache
+//! cargo bench -p xtask --bench prompt_cache
 //! ```
 //!
 //! Each lesson from 8 on (where compaction arrives) plays the same session,
@@ -15,7 +15,11 @@
 //! every call, breakpoints on the tools and the system prompt only). The
 //! recorded request bodies are billed by `shared::testing::cache_sim`.
 //! docs/src/benchmarks.md explains the columns; nothing here asserts (the
-//! newest lesson's test, `tests/it/prompt_cache.rs`, does).
+//! lessons' test, `tests/it/prompt_cache.rs`, does).
+//!
+//! It lives in `xtask`, the project's tooling, because it needs every lesson
+//! from 8 on as a library; a lesson crate depends on `shared` alone, so that
+//! it can be copied out of the course.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -28,7 +32,7 @@ use shared::testing::cache_sim::{
 use shared::testing::session::{self, ReadingSession};
 
 fn skills() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../skills")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills")
 }
 
 /// Plays the session with one lesson's agent, its compaction settings
@@ -96,6 +100,11 @@ fn main() {
                 play!(s11_error_recovery, &session, now),
                 play!(s11_error_recovery, &session, course),
             ),
+            (
+                "s12",
+                play!(s12_task_system, &session, now),
+                play!(s12_task_system, &session, course),
+            ),
         ]
     });
 
@@ -138,7 +147,7 @@ fn main() {
         .cloned()
         .collect();
     println!(
-        "\n| s11, {} turns | input tokens | read | written | billed | billed ÷ input |",
+        "\n| s12, {} turns | input tokens | read | written | billed | billed ÷ input |",
         session.turns
     );
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
