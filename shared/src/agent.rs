@@ -22,7 +22,7 @@ use crate::history::push_user;
 use crate::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
 use crate::model::Model;
 use crate::notice::{Notice, Notices};
-use crate::protocol::{ContentBlock, Delta, Message, Role, StopReason, ToolResult, ToolUse};
+use crate::protocol::{ContentBlock, Delta, Message, Role, StopReason, ToolResult, ToolUse, Usage};
 
 // ANCHOR: limits
 /// Bounds on one turn.
@@ -102,6 +102,9 @@ pub struct TurnOutcome {
     pub truncated: bool,
     /// Why the model stopped its last reply, as the provider said.
     pub stop_reason: Option<StopReason>,
+    /// The tokens the provider reported for the turn's model calls, added
+    /// up (side queries the hooks make on their own are not included).
+    pub usage: Usage,
 }
 // ANCHOR_END: outcome
 
@@ -178,6 +181,7 @@ impl<H: Hooks> Agent<H> {
     ) -> Result<TurnOutcome, TurnError> {
         let mut rounds = 0;
         let mut continuations = 0;
+        let mut usage = Usage::default();
         loop {
             if self.limits.max_rounds.is_some_and(|max| rounds >= max) {
                 return Err(TurnError::RoundLimit(rounds));
@@ -189,6 +193,7 @@ impl<H: Hooks> Agent<H> {
                 () = cancel.cancelled() => return Err(TurnError::Cancelled),
             };
             relay.event(Event::ReplyDone);
+            add_usage(&mut usage, &reply.usage);
             let stop_reason = reply.stop_reason;
             let truncated = stop_reason == Some(StopReason::MaxTokens);
             let message = clean_reply(reply.content);
@@ -211,6 +216,7 @@ impl<H: Hooks> Agent<H> {
                             rounds,
                             truncated,
                             stop_reason,
+                            usage,
                         });
                     }
                 }
@@ -295,6 +301,23 @@ impl<H: Hooks> Agent<H> {
         results
     }
     // ANCHOR_END: run_tools
+}
+
+/// Adds one reply's token counts to a turn's. A cache figure stays `None`
+/// until some reply reports it, so "not reported" is not shown as zero.
+fn add_usage(total: &mut Usage, reply: &Usage) {
+    let sum = |total: Option<u64>, reply: Option<u64>| match (total, reply) {
+        (None, None) => None,
+        (total, reply) => Some(total.unwrap_or(0) + reply.unwrap_or(0)),
+    };
+    total.input_tokens += reply.input_tokens;
+    total.output_tokens += reply.output_tokens;
+    total.cache_creation_input_tokens = sum(
+        total.cache_creation_input_tokens,
+        reply.cache_creation_input_tokens,
+    );
+    total.cache_read_input_tokens =
+        sum(total.cache_read_input_tokens, reply.cache_read_input_tokens);
 }
 
 // ANCHOR: clean_reply

@@ -3,9 +3,18 @@
 //! character), a stream that stops without closing, a connection dropped
 //! mid-reply.
 //!
-//! Each incoming request takes the next scripted [`FakeResponse`]; the raw
-//! requests are kept for assertions. Used by the client tests in `shared`
-//! and by the lessons' end-to-end tests through `ANTHROPIC_BASE_URL`.
+//! Each incoming request takes the next scripted [`FakeResponse`], or the
+//! one a function makes from the request ([`FakeServer::respond_with`]); the
+//! raw requests are kept for assertions. Used by the client tests in
+//! `shared` and by the lessons' end-to-end tests through
+//! `ANTHROPIC_BASE_URL`.
+//!
+//! [`cache_sim`] bills recorded request bodies under the provider's
+//! prompt-caching rules, and [`session`] drives a lesson's agent through a
+//! long scripted session against this server to record them.
+
+pub mod cache_sim;
+pub mod session;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -88,6 +97,16 @@ impl ReceivedRequest {
     }
 }
 
+/// Makes a response from the request it answers.
+pub type Responder = Arc<dyn Fn(&ReceivedRequest) -> FakeResponse + Send + Sync>;
+
+/// What answers the next connection: a response chosen when it was
+/// accepted, or one made from its request.
+enum Answer {
+    Fixed(FakeResponse),
+    Made(Responder),
+}
+
 /// The fake server. It stops when dropped.
 #[derive(Debug)]
 pub struct FakeServer {
@@ -99,19 +118,37 @@ pub struct FakeServer {
 impl FakeServer {
     /// Starts serving `responses` in order; requests past the end get a 500.
     pub async fn start(responses: Vec<FakeResponse>) -> std::io::Result<Self> {
+        let mut responses = responses.into_iter();
+        Self::serve_with(move || {
+            Answer::Fixed(responses.next().unwrap_or_else(|| {
+                FakeResponse::json(500, r#"{"error":{"type":"api_error","message":"fake server: no more scripted responses"}}"#)
+            }))
+        })
+        .await
+    }
+
+    /// Starts answering every request with what `responder` makes of it:
+    /// for a model played by a program rather than a fixed list.
+    pub async fn respond_with(
+        responder: impl Fn(&ReceivedRequest) -> FakeResponse + Send + Sync + 'static,
+    ) -> std::io::Result<Self> {
+        let responder: Responder = Arc::new(responder);
+        Self::serve_with(move || Answer::Made(Arc::clone(&responder))).await
+    }
+
+    async fn serve_with(
+        mut next: impl FnMut() -> Answer + Send + 'static,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let received = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&received);
         let task = tokio::spawn(async move {
-            let mut responses = responses.into_iter();
             while let Ok((stream, _)) = listener.accept().await {
-                let response = responses.next().unwrap_or_else(|| {
-                    FakeResponse::json(500, r#"{"error":{"type":"api_error","message":"fake server: no more scripted responses"}}"#)
-                });
+                let answer = next();
                 let log = Arc::clone(&log);
                 tokio::spawn(async move {
-                    if let Err(error) = serve(stream, response, log).await {
+                    if let Err(error) = serve(stream, answer, log).await {
                         tracing::debug!(%error, "fake server connection ended");
                     }
                 });
@@ -146,10 +183,14 @@ impl Drop for FakeServer {
 
 async fn serve(
     mut stream: TcpStream,
-    response: FakeResponse,
+    answer: Answer,
     log: Arc<Mutex<Vec<ReceivedRequest>>>,
 ) -> std::io::Result<()> {
     let request = read_request(&mut stream).await?;
+    let response = match answer {
+        Answer::Fixed(response) => response,
+        Answer::Made(responder) => responder(&request),
+    };
     match log.lock() {
         Ok(mut log) => log.push(request),
         Err(poisoned) => poisoned.into_inner().push(request),
@@ -225,10 +266,24 @@ pub fn sse_event(event: &str, data: &serde_json::Value) -> String {
 /// as JSON), ending with `stop_reason`. Text blocks stream their text and
 /// tool_use blocks their input as `input_json_delta`, as the real API does.
 pub fn anthropic_stream(blocks: &[serde_json::Value], stop_reason: &str) -> String {
+    anthropic_stream_with_usage(
+        blocks,
+        stop_reason,
+        &serde_json::json!({"input_tokens": 10, "output_tokens": 1}),
+    )
+}
+
+/// [`anthropic_stream`] whose `message_start` reports `usage` (for
+/// instance with `cache_read_input_tokens`), as the real API does there.
+pub fn anthropic_stream_with_usage(
+    blocks: &[serde_json::Value],
+    stop_reason: &str,
+    usage: &serde_json::Value,
+) -> String {
     use serde_json::json;
     let mut body = sse_event(
         "message_start",
-        &json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant", "content": [], "model": "fake", "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        &json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant", "content": [], "model": "fake", "stop_reason": null, "usage": usage}}),
     );
     for (index, block) in blocks.iter().enumerate() {
         match block["type"].as_str() {

@@ -63,8 +63,13 @@ impl LessonHooks {
         skills::register_tool(&mut tools, skills);
         // ANCHOR_END: register_skills
         // ANCHOR: register_task
-        // Subagents think with the parent's model, behind the parent's hooks.
-        let subagent = Subagent::new(setup.model.clone(), setup.model_id.clone());
+        // Subagents think with the parent's model, behind the parent's hooks,
+        // and compact their own histories by the parent's thresholds.
+        let subagent = Subagent::new(
+            setup.model.clone(),
+            setup.model_id.clone(),
+            compactor.config.clone(),
+        );
         subagent::register(&mut tools, subagent, Arc::clone(&registry));
         // ANCHOR_END: register_task
         Ok(Self {
@@ -89,7 +94,8 @@ impl LessonHooks {
         lock(&self.registry)
     }
 
-    /// The compactor, to read its state or change its thresholds.
+    /// The compactor, to read its state or change its thresholds
+    /// (subagents keep the thresholds the agent was built with).
     pub fn compactor(&mut self) -> &mut Compactor {
         &mut self.compactor
     }

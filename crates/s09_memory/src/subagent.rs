@@ -20,6 +20,16 @@
 //! without `task` (a subagent cannot spawn subagents), and a limit of
 //! [`SUBAGENT_MAX_ROUNDS`] model calls.
 //!
+//! From lesson 8 on, a subagent's history is compacted like its parent's.
+//! Thirty rounds of reading can hold far more than a context window, so
+//! before each of its model calls the same pipeline runs — the cheap layers,
+//! then a summary if it is still over the threshold — and a request refused
+//! as too long is compacted and sent once more. It runs on a
+//! [`Compactor`] of the subagent's own: the parent's thresholds, but its
+//! own circuit breaker, so failed summaries of one history do not turn
+//! summaries off for the other. Its `[compact]` notices reach the user as
+//! `sub` notices, like the rest of its work.
+//!
 //! `task` is an ordinary entry of the dispatch map: its handler captures
 //! the [`Subagent`] and the shared registry when it is registered, and gets
 //! the rest from the call's [`ToolContext`].
@@ -29,13 +39,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::{Value, json};
 use shared::CancellationToken;
 use shared::agent::{Agent, Event, Limits, Observer, TurnError, TurnOutcome};
-use shared::cli::describe_input;
-use shared::hooks::{Hooks, ToolOutput};
+use shared::cli::{Setup, describe_input};
+use shared::error::ApiError;
+use shared::hooks::{Hooks, ModelCall, ToolOutput};
 use shared::model::Model;
 use shared::notice::Notices;
-use shared::protocol::{Message, Role, SystemBlock, ToolSpec, ToolUse};
+use shared::protocol::{Message, Response, Role, SystemBlock, ToolSpec, ToolUse};
 use shared::text::{plural, truncate_chars};
 
+use crate::compact::{CompactConfig, Compactor, send_with_reactive_compaction};
 use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::hook_registry::HookRegistry;
 
@@ -91,19 +103,23 @@ pub fn lock(hooks: &SharedHooks) -> MutexGuard<'_, HookRegistry> {
 // ANCHOR_END: shared_hooks
 
 // ANCHOR: subagent
-/// What a subagent shares with its parent: the model and model id. The
-/// workspace and notices come with each call's context.
+/// What a subagent shares with its parent: the model and model id, and
+/// the compaction thresholds. The workspace and notices come with each
+/// call's context.
 pub struct Subagent {
     model: Arc<dyn Model>,
     model_id: String,
+    compact: CompactConfig,
 }
 
 impl Subagent {
-    /// Subagents that use the parent's model.
-    pub fn new(model: Arc<dyn Model>, model_id: impl Into<String>) -> Self {
+    /// Subagents that use the parent's model and compact their histories
+    /// by the parent's thresholds, `compact`.
+    pub fn new(model: Arc<dyn Model>, model_id: impl Into<String>, compact: CompactConfig) -> Self {
         Self {
             model,
             model_id: model_id.into(),
+            compact,
         }
     }
 
@@ -124,13 +140,15 @@ impl Subagent {
         // The subagent's own mechanisms report into a queue of their own,
         // which its loop relays to `Relay` below and so to the parent's.
         let own_notices = Notices::new();
+        let own_context = ToolContext {
+            notices: own_notices.clone(),
+            ..context.clone()
+        };
         let subagent_hooks = SubagentHooks {
             tools: base_tools(),
             registry: Arc::clone(hooks),
-            context: ToolContext {
-                notices: own_notices.clone(),
-                ..context.clone()
-            },
+            compactor: self.compactor(description, &own_context),
+            context: own_context,
         };
         let mut agent = Agent::new(self.model.clone(), self.model_id.clone(), subagent_hooks)
             .with_notices(own_notices);
@@ -159,6 +177,23 @@ impl Subagent {
             .await;
         report(outcome, &history, notices)
     }
+
+    // ANCHOR: compactor
+    /// A compactor for one subagent: the parent's thresholds and model, a
+    /// circuit breaker of its own, the subagent's workspace and notices, and
+    /// its task as the request every summary repeats.
+    fn compactor(&self, task: &str, context: &ToolContext) -> Compactor {
+        let setup = Setup {
+            workspace: context.workspace.clone(),
+            model: self.model.clone(),
+            model_id: self.model_id.clone(),
+            notices: context.notices.clone(),
+        };
+        let mut compactor = Compactor::new(&setup, self.compact.clone());
+        compactor.note_prompt(task);
+        compactor
+    }
+    // ANCHOR_END: compactor
 }
 
 /// Adds `task` to the dispatch map: each call runs `subagent` behind the
@@ -279,12 +314,13 @@ fn last_text(history: &[Message]) -> Option<String> {
 // ANCHOR_END: report
 
 // ANCHOR: hooks
-/// The subagent's hooks: its own prompt and tools, the parent's registry
-/// and tool context.
+/// The subagent's hooks: its own prompt, tools and compactor, the parent's
+/// registry and tool context.
 struct SubagentHooks {
     tools: ToolRegistry,
     registry: SharedHooks,
     context: ToolContext,
+    compactor: Compactor,
 }
 
 impl Hooks for SubagentHooks {
@@ -314,5 +350,18 @@ impl Hooks for SubagentHooks {
         lock(&self.registry).trigger_post_tool_use(call, &output);
         output
     }
+
+    // ANCHOR: compaction
+    /// Lesson 8's pipeline, over the subagent's own history.
+    async fn before_model_call(&mut self, history: &mut Vec<Message>) {
+        self.compactor.before_model_call(history).await;
+    }
+
+    /// Lesson 8's reactive compaction: a request refused as too long is
+    /// compacted and sent once more.
+    async fn call_model(&mut self, call: ModelCall<'_, '_>) -> Result<Response, ApiError> {
+        send_with_reactive_compaction(&mut self.compactor, call).await
+    }
+    // ANCHOR_END: compaction
 }
 // ANCHOR_END: hooks

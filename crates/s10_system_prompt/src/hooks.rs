@@ -13,7 +13,9 @@ use crate::compact::{Compactor, send_with_reactive_compaction};
 use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::hook_registry::HookRegistry;
 use crate::memory::MemorySystem;
-use crate::prompt::{PromptAssembler, Section, log_cache_usage, mark_last_tool, sources};
+use crate::prompt::{
+    ConversationBreakpoints, PromptAssembler, Section, log_cache_usage, mark_last_tool, sources,
+};
 use crate::skills;
 use crate::subagent::{self, SharedHooks, Subagent, lock};
 use crate::todo::{self, TodoTracker};
@@ -66,8 +68,13 @@ impl LessonHooks {
         skills::register_tool(&mut tools, skills);
         // ANCHOR_END: register_skills
         // ANCHOR: register_task
-        // Subagents think with the parent's model, behind the parent's hooks.
-        let subagent = Subagent::new(setup.model.clone(), setup.model_id.clone());
+        // Subagents think with the parent's model, behind the parent's hooks,
+        // and compact their own histories by the parent's thresholds.
+        let subagent = Subagent::new(
+            setup.model.clone(),
+            setup.model_id.clone(),
+            compactor.config.clone(),
+        );
         subagent::register(&mut tools, subagent, Arc::clone(&registry));
         // ANCHOR_END: register_task
         Ok(Self {
@@ -93,7 +100,8 @@ impl LessonHooks {
         lock(&self.registry)
     }
 
-    /// The compactor, to read its state or change its thresholds.
+    /// The compactor, to read its state or change its thresholds
+    /// (subagents keep the thresholds the agent was built with).
     pub fn compactor(&mut self) -> &mut Compactor {
         &mut self.compactor
     }
@@ -194,6 +202,11 @@ impl Hooks for LessonHooks {
 
     // ANCHOR: call_model
     async fn call_model(&mut self, call: ModelCall<'_, '_>) -> Result<Response, ApiError> {
+        // The conversation's cache breakpoints are set on each request as it
+        // goes out, never in the stored history.
+        let model = ConversationBreakpoints::new(call.model);
+        let mut call = call;
+        call.model = &model;
         let response = send_with_reactive_compaction(&mut self.compactor, call).await?;
         log_cache_usage(&response.usage);
         Ok(response)

@@ -10,13 +10,15 @@
 //! keyed by a hash of its inputs: the same inputs give back the same
 //! prompt, byte for byte (`[cache hit]`), and a changed input builds a new
 //! one (`[assembled] sections: …`). The end of the stable prefix carries a
-//! cache breakpoint, so the provider can reuse its work on those bytes. The
-//! loop does not change.
+//! cache breakpoint, and so does the end of each request's conversation,
+//! so the provider can reuse its work on those bytes. The loop does not
+//! change.
 //!
 //! Start reading at [`prompt`]: the section type and its key, the
-//! assembler and its cache, and the sections this lesson writes. Then
-//! [`hooks`], where `prompt_sections` lists the sections, `system_prompt`
-//! hands them to the assembler and `tools` marks the last tool for caching.
+//! assembler and its cache, the sections this lesson writes, and the
+//! conversation's breakpoints. Then [`hooks`], where `prompt_sections`
+//! lists the sections, `system_prompt` hands them to the assembler, `tools`
+//! marks the last tool for caching and `call_model` the conversation.
 
 pub mod builtin_hooks;
 pub mod compact;

@@ -13,7 +13,9 @@ use crate::compact::Compactor;
 use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::hook_registry::HookRegistry;
 use crate::memory::MemorySystem;
-use crate::prompt::{PromptAssembler, Section, log_cache_usage, mark_last_tool, sources};
+use crate::prompt::{
+    ConversationBreakpoints, PromptAssembler, Section, log_cache_usage, mark_last_tool, sources,
+};
 use crate::recovery::Recovery;
 use crate::skills;
 use crate::subagent::{self, SharedHooks, Subagent, lock};
@@ -71,8 +73,13 @@ impl LessonHooks {
         skills::register_tool(&mut tools, skills);
         // ANCHOR_END: register_skills
         // ANCHOR: register_task
-        // Subagents think with the parent's model, behind the parent's hooks.
-        let subagent = Subagent::new(setup.model.clone(), setup.model_id.clone());
+        // Subagents think with the parent's model, behind the parent's hooks,
+        // and compact their own histories by the parent's thresholds.
+        let subagent = Subagent::new(
+            setup.model.clone(),
+            setup.model_id.clone(),
+            compactor.config.clone(),
+        );
         subagent::register(&mut tools, subagent, Arc::clone(&registry));
         // ANCHOR_END: register_task
         Ok(Self {
@@ -99,7 +106,8 @@ impl LessonHooks {
         lock(&self.registry)
     }
 
-    /// The compactor, to read its state or change its thresholds.
+    /// The compactor, to read its state or change its thresholds
+    /// (subagents keep the thresholds the agent was built with).
     pub fn compactor(&mut self) -> &mut Compactor {
         &mut self.compactor
     }
@@ -206,6 +214,11 @@ impl Hooks for LessonHooks {
 
     // ANCHOR: call_model
     async fn call_model(&mut self, call: ModelCall<'_, '_>) -> Result<Response, ApiError> {
+        // The conversation's cache breakpoints are set on each request as it
+        // goes out, never in the stored history.
+        let model = ConversationBreakpoints::new(call.model);
+        let mut call = call;
+        call.model = &model;
         let response = self.recovery.send(&mut self.compactor, call).await?;
         log_cache_usage(&response.usage);
         Ok(response)

@@ -9,13 +9,16 @@
 //! says) and try again, up to ten attempts; three overloads in a row switch
 //! the turn to `FALLBACK_MODEL_ID`; a prompt that is too long goes through
 //! lesson 8's reactive compaction; a reply cut by `max_tokens` is asked
-//! for again with 64,000 tokens of room, then continued up to three times.
-//! Every decision prints one `[recovery]` line. The loop does not change.
+//! for again with 64,000 tokens of room (or as many as the model can
+//! write: a refusal of that limit is remembered, and the cut reply
+//! continued instead), then continued up to three times. Every decision
+//! prints one `[recovery]` line. The loop does not change.
 //!
 //! Start reading at [`recovery`](mod@recovery): the diagram, then
 //! [`recovery::Recovery::send`]. Then [`recovery::policy`] for the numbers,
-//! [`recovery::backoff`] for the waits and [`recovery::truncation`] for
-//! what is kept of a cut-off reply. In [`hooks`], `call_model` hands the
+//! [`recovery::backoff`] for the waits, [`recovery::truncation`] for
+//! what is kept of a cut-off reply and [`recovery::output_cap`] for models
+//! that write less than 64,000 tokens. In [`hooks`], `call_model` hands the
 //! call to [`recovery::Recovery::send`].
 
 pub mod builtin_hooks;

@@ -32,7 +32,7 @@ use crate::hooks::Hooks;
 use crate::model::Model;
 use crate::model::config::select_model;
 use crate::notice::Notices;
-use crate::protocol::{Message, StopReason};
+use crate::protocol::{Message, StopReason, Usage};
 use crate::tools::Workspace;
 use tokio_util::sync::CancellationToken;
 
@@ -146,14 +146,20 @@ where
     }
 }
 
-/// `-p` mode: one turn, then exit with its status.
+/// `-p` mode: one turn, then exit with its status. The last line on
+/// standard error sums up the input tokens the provider reported.
 async fn one_shot<H: Hooks>(
     agent: &mut Agent<H>,
     history: &mut Vec<Message>,
     prompt: &str,
 ) -> ExitCode {
-    match run_turn_interruptibly(agent, history, prompt).await {
-        Ok(()) => ExitCode::SUCCESS,
+    match run_turn_printing(agent, history, prompt).await {
+        Ok(outcome) => {
+            if let Some(line) = usage_line(&outcome.usage) {
+                eprintln!("{line}");
+            }
+            ExitCode::SUCCESS
+        }
         Err(error) => {
             eprintln!("error: {error}");
             ExitCode::FAILURE
@@ -167,6 +173,15 @@ pub(crate) async fn run_turn_interruptibly<H: Hooks>(
     history: &mut Vec<Message>,
     prompt: &str,
 ) -> Result<(), TurnError> {
+    run_turn_printing(agent, history, prompt).await.map(|_| ())
+}
+
+/// [`run_turn_interruptibly`], handing back how the turn ended.
+async fn run_turn_printing<H: Hooks>(
+    agent: &mut Agent<H>,
+    history: &mut Vec<Message>,
+    prompt: &str,
+) -> Result<TurnOutcome, TurnError> {
     let cancel = CancellationToken::new();
     let mut printer = TerminalPrinter::new();
     let turn = agent.run_turn(history, prompt, &mut printer, &cancel);
@@ -183,11 +198,53 @@ pub(crate) async fn run_turn_interruptibly<H: Hooks>(
         }
     };
     println!();
-    outcome.map(|outcome| {
-        if let Some(note) = stop_note(&outcome) {
+    outcome.inspect(|outcome| {
+        if let Some(note) = stop_note(outcome) {
             eprintln!("{note}");
         }
     })
+}
+
+// ANCHOR: usage_line
+/// One line for the input tokens a turn's model calls used, split as the
+/// provider reported them: read from its prompt cache, written to it, and
+/// neither. `None` when the provider reported nothing (the demo model).
+pub fn usage_line(usage: &Usage) -> Option<String> {
+    let read = usage.cache_read_input_tokens;
+    let written = usage.cache_creation_input_tokens;
+    let total = usage.input_tokens + read.unwrap_or(0) + written.unwrap_or(0);
+    if total == 0 && usage.output_tokens == 0 {
+        return None;
+    }
+    let cache = if read.is_some() || written.is_some() {
+        format!(
+            " ({} read from cache, {} written to it, {} uncached)",
+            thousands(read.unwrap_or(0)),
+            thousands(written.unwrap_or(0)),
+            thousands(usage.input_tokens)
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "usage: {} input tokens{cache}, {} output tokens",
+        thousands(total),
+        thousands(usage.output_tokens)
+    ))
+}
+// ANCHOR_END: usage_line
+
+/// `12345` as `12,345`.
+fn thousands(number: u64) -> String {
+    let digits = number.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 /// One line for a turn that ended for a reason the user should hear about:
@@ -249,7 +306,37 @@ mod tests {
             rounds: 1,
             truncated: stop_reason == Some(StopReason::MaxTokens),
             stop_reason,
+            usage: Default::default(),
         }
+    }
+
+    #[test]
+    fn the_usage_line_splits_the_input_as_the_provider_reported_it() {
+        let usage = Usage {
+            input_tokens: 345,
+            output_tokens: 1_200,
+            cache_creation_input_tokens: Some(2_000),
+            cache_read_input_tokens: Some(10_000),
+        };
+        assert_eq!(
+            usage_line(&usage).unwrap(),
+            "usage: 12,345 input tokens (10,000 read from cache, 2,000 written to it, \
+             345 uncached), 1,200 output tokens"
+        );
+        // A provider that reports no cache figures: no split.
+        let plain = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 7,
+            ..Usage::default()
+        };
+        assert_eq!(
+            usage_line(&plain).unwrap(),
+            "usage: 1,000,000 input tokens, 7 output tokens"
+        );
+        assert_eq!(usage_line(&Usage::default()), None);
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
     }
 
     #[test]

@@ -454,6 +454,34 @@ struct ChunkUsage {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    /// OpenAI (and some compatible servers) say here how much of the
+    /// prompt came from their prefix cache.
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl ChunkUsage {
+    /// As the Anthropic API reports it: `prompt_tokens` counts the cached
+    /// tokens too, while `input_tokens` counts only the uncached ones, so
+    /// the cached part is moved to `cache_read_input_tokens`. These servers
+    /// cache on their own and report no writes.
+    fn into_usage(self) -> Usage {
+        let cached = self
+            .prompt_tokens_details
+            .and_then(|details| details.cached_tokens);
+        Usage {
+            input_tokens: self.prompt_tokens.saturating_sub(cached.unwrap_or(0)),
+            output_tokens: self.completion_tokens,
+            cache_creation_input_tokens: None,
+            cache_read_input_tokens: cached,
+        }
+    }
 }
 
 /// A tool call while its fragments are still arriving.
@@ -490,8 +518,7 @@ impl ReplyBuilder {
             return Err(stream_error(&error));
         }
         if let Some(usage) = chunk.usage {
-            self.usage.input_tokens = usage.prompt_tokens;
-            self.usage.output_tokens = usage.completion_tokens;
+            self.usage = usage.into_usage();
         }
         // We never ask for more than one choice (`n` is left at 1).
         if let Some(choice) = chunk.choices.into_iter().next() {

@@ -388,3 +388,65 @@ async fn a_notice_reaches_the_observer_while_its_hook_is_still_running() {
         ]
     );
 }
+
+#[tokio::test]
+async fn the_outcome_adds_up_the_usage_of_the_turn_s_calls() {
+    use shared::model::anthropic::{AnthropicClient, AnthropicConfig};
+    use shared::model::config::Secret;
+    use shared::protocol::Usage;
+    use shared::testing::{FakeResponse, FakeServer, anthropic_stream_with_usage};
+
+    let reply = |block: Value, stop: &str, usage: Value| {
+        FakeResponse::sse_body(anthropic_stream_with_usage(&[block], stop, &usage))
+    };
+    let server = FakeServer::start(vec![
+        reply(
+            json!({"type": "tool_use", "id": "t1", "name": "echo", "input": {"text": "a"}}),
+            "tool_use",
+            json!({"input_tokens": 30, "cache_creation_input_tokens": 2000, "cache_read_input_tokens": 0, "output_tokens": 1}),
+        ),
+        reply(
+            json!({"type": "text", "text": "done"}),
+            "end_turn",
+            json!({"input_tokens": 5, "cache_creation_input_tokens": 40, "cache_read_input_tokens": 2000, "output_tokens": 1}),
+        ),
+    ])
+    .await
+    .unwrap();
+    let client = AnthropicClient::new(AnthropicConfig {
+        base_url: server.url().to_string(),
+        api_key: Some(Secret::new("test")),
+        ..AnthropicConfig::default()
+    })
+    .unwrap();
+    let mut agent = Agent::new(Arc::new(client), "test-model", TestHooks::default());
+    let mut history = Vec::new();
+    let outcome = agent
+        .run_turn(&mut history, "go", &mut Silent, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(outcome.rounds, 2);
+    // Each stream ends with 5 output tokens (`anthropic_stream`'s
+    // message_delta); the input figures are the two calls' added up.
+    assert_eq!(
+        outcome.usage,
+        Usage {
+            input_tokens: 35,
+            output_tokens: 10,
+            cache_creation_input_tokens: Some(2_040),
+            cache_read_input_tokens: Some(2_000),
+        }
+    );
+    // A model that reports no cache figures leaves them unknown, not zero.
+    let (mut agent, _) = self::agent(vec![Reply::text("hi")]);
+    let outcome = agent
+        .run_turn(
+            &mut Vec::new(),
+            "go",
+            &mut Silent,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.usage.cache_read_input_tokens, None);
+}

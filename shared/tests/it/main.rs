@@ -4,6 +4,7 @@
 
 mod agent_loop;
 mod anthropic_client;
+mod atomic_write;
 mod bash_tool;
 mod file_tools;
 mod openai_client;

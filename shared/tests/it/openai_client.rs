@@ -360,6 +360,31 @@ async fn text_streams_as_it_arrives_and_usage_comes_last() {
     );
 }
 
+#[tokio::test]
+async fn cached_prompt_tokens_are_reported_as_cache_reads() {
+    // OpenAI counts the cached part inside `prompt_tokens` and names it in
+    // `prompt_tokens_details`; the reply reports it the Anthropic way.
+    let cached = data(json!({
+        "choices": [],
+        "usage": {
+            "prompt_tokens": 2_000,
+            "completion_tokens": 5,
+            "prompt_tokens_details": {"cached_tokens": 1_536}
+        }
+    }));
+    let body = text("ok") + &finish("stop") + &cached + DONE;
+    let (reply, _) = ask_fake(FakeResponse::sse_body(body)).await;
+    assert_eq!(
+        reply.unwrap().usage,
+        Usage {
+            input_tokens: 464,
+            output_tokens: 5,
+            cache_creation_input_tokens: None,
+            cache_read_input_tokens: Some(1_536),
+        }
+    );
+}
+
 /// Cuts `body` at these byte offsets and sends the pieces with pauses, so
 /// the client really reads them separately.
 fn split(body: &str, cuts: &[usize]) -> Vec<Chunk> {

@@ -18,6 +18,12 @@
 //! (`license`, `metadata`, ...) are allowed and ignored. The YAML is parsed
 //! by a real YAML parser, so block scalars (`|`, `>`), quoting and comments
 //! work as a skill author expects.
+//!
+//! A file with no frontmatter at all is still a skill, as in the course's
+//! Python version: its folder's name stands in for `name`, and its first
+//! line of text (a Markdown heading's `#` marks removed) for `description`.
+//! A file that has frontmatter but gets it wrong is refused: the author
+//! meant to write those fields, and a silent guess would hide the mistake.
 
 use serde::Deserialize;
 
@@ -41,9 +47,16 @@ pub struct Frontmatter {
 /// Why a `SKILL.md` was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrontmatterError {
-    /// The file does not start with a `---` line.
-    #[error("no YAML frontmatter: the file must start with a line `---`")]
-    Missing,
+    /// No frontmatter, and no line of text to take a description from.
+    #[error("no YAML frontmatter, and no text to take a description from")]
+    Blank,
+    /// No frontmatter, and a folder name that cannot serve as the name.
+    #[error(
+        "no YAML frontmatter, so the folder name {0:?} would be the skill's name, but a name \
+         is 1 to {MAX_NAME_CHARS} lowercase letters, digits and hyphens, not starting or \
+         ending with a hyphen"
+    )]
+    BadFolderName(String),
     /// The opening `---` has no closing partner.
     #[error("the frontmatter is not closed: no line `---` after the opening one")]
     Unclosed,
@@ -65,9 +78,17 @@ pub enum FrontmatterError {
 }
 
 // ANCHOR: parse
-/// Parses a whole `SKILL.md`: its frontmatter, checked, and its body.
-pub fn parse(text: &str) -> Result<(Frontmatter, &str), FrontmatterError> {
-    let (yaml, body) = split(text)?;
+/// Parses a whole `SKILL.md`, found in the folder named `folder`: its
+/// frontmatter, checked, and its body. Without frontmatter, the folder
+/// name and the first line of text stand in for it, and the whole file is
+/// the body.
+pub fn parse<'a>(text: &'a str, folder: &str) -> Result<(Frontmatter, &'a str), FrontmatterError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some((yaml, body)) = split(text)? else {
+        let front = without_frontmatter(text, folder)?;
+        check(&front)?;
+        return Ok((front, text.trim_start_matches(['\r', '\n'])));
+    };
     // A newline stands in for the opening `---`, so the line numbers in the
     // parser's messages are the file's line numbers.
     let front: Frontmatter = yaml_serde::from_str(&format!("\n{yaml}"))
@@ -76,25 +97,41 @@ pub fn parse(text: &str) -> Result<(Frontmatter, &str), FrontmatterError> {
     Ok((front, body))
 }
 
-/// Finds the YAML between the `---` lines, and the body after them.
-fn split(text: &str) -> Result<(&str, &str), FrontmatterError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+/// Finds the YAML between the `---` lines, and the body after them;
+/// `None` if the file does not start with a `---` line.
+fn split(text: &str) -> Result<Option<(&str, &str)>, FrontmatterError> {
     let mut lines = text.split_inclusive('\n');
-    let first = lines.next().ok_or(FrontmatterError::Missing)?;
-    if first.trim_end() != "---" {
-        return Err(FrontmatterError::Missing);
-    }
+    let Some(first) = lines.next().filter(|first| first.trim_end() == "---") else {
+        return Ok(None);
+    };
     let yaml_start = first.len();
     let mut offset = yaml_start;
     for line in lines {
         if line.trim_end() == "---" {
             let yaml = &text[yaml_start..offset];
             let body = &text[offset + line.len()..];
-            return Ok((yaml, body.trim_start_matches(['\r', '\n'])));
+            return Ok(Some((yaml, body.trim_start_matches(['\r', '\n']))));
         }
         offset += line.len();
     }
     Err(FrontmatterError::Unclosed)
+}
+
+/// The frontmatter a file without one stands for: the folder's name, and
+/// the first line that has text once a heading's `#` marks are removed.
+fn without_frontmatter(text: &str, folder: &str) -> Result<Frontmatter, FrontmatterError> {
+    if !is_valid_name(folder) {
+        return Err(FrontmatterError::BadFolderName(folder.to_string()));
+    }
+    let description = text
+        .lines()
+        .map(|line| line.trim().trim_start_matches('#').trim())
+        .find(|line| !line.is_empty())
+        .ok_or(FrontmatterError::Blank)?;
+    Ok(Frontmatter {
+        name: folder.to_string(),
+        description: description.to_string(),
+    })
 }
 // ANCHOR_END: parse
 
@@ -132,7 +169,7 @@ mod tests {
     use super::*;
 
     fn error(text: &str) -> FrontmatterError {
-        match parse(text) {
+        match parse(text, "demo") {
             Ok(parsed) => panic!("accepted {text:?} as {parsed:?}"),
             Err(error) => error,
         }
@@ -142,6 +179,7 @@ mod tests {
     fn reads_plain_and_block_values_and_the_body() {
         let (front, body) = parse(
             "---\nname: demo\ndescription: |\n  First line.\n  Second line.\nlicense: MIT\n---\n\n# Demo\nbody\n",
+            "x",
         )
         .unwrap();
         assert_eq!(front.name, "demo");
@@ -151,17 +189,39 @@ mod tests {
 
     #[test]
     fn accepts_crlf_a_bom_and_folded_values() {
-        let (front, body) =
-            parse("\u{feff}---\r\nname: demo\r\ndescription: >\r\n  one\r\n  two\r\n---\r\nbody")
-                .unwrap();
+        let (front, body) = parse(
+            "\u{feff}---\r\nname: demo\r\ndescription: >\r\n  one\r\n  two\r\n---\r\nbody",
+            "x",
+        )
+        .unwrap();
         assert_eq!(front.description, "one two\n");
         assert_eq!(body, "body");
     }
 
     #[test]
+    fn without_frontmatter_the_folder_names_it_and_the_first_line_describes_it() {
+        let text = "\u{feff}\n\n## Deploy notes\n\nHow we deploy.\n";
+        let (front, body) = parse(text, "deploy").unwrap();
+        assert_eq!(front.name, "deploy");
+        assert_eq!(front.description, "Deploy notes");
+        assert_eq!(body, "## Deploy notes\n\nHow we deploy.\n");
+        let (front, _) = parse("Plain first line.\nMore.", "notes").unwrap();
+        assert_eq!(front.description, "Plain first line.");
+        let long = format!("{}\n", "x".repeat(1025));
+        assert_eq!(
+            parse(&long, "notes").unwrap_err(),
+            FrontmatterError::LongDescription(1025)
+        );
+    }
+
+    #[test]
     fn names_each_problem() {
-        assert_eq!(error("# no frontmatter"), FrontmatterError::Missing);
-        assert_eq!(error(""), FrontmatterError::Missing);
+        assert_eq!(error(""), FrontmatterError::Blank);
+        assert_eq!(error("\n  \n#\n"), FrontmatterError::Blank);
+        assert_eq!(
+            parse("# Title", "Not A Name").unwrap_err(),
+            FrontmatterError::BadFolderName("Not A Name".into())
+        );
         assert_eq!(
             error("---\nname: a\ndescription: b\n"),
             FrontmatterError::Unclosed

@@ -13,7 +13,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use lesson::compact::{CompactConfig, ReactiveOutcome, summary};
+use lesson::compact::{CompactConfig, ReactiveOutcome, estimate_tokens, summary};
+use lesson::subagent::{SUBAGENT_TAG, TASK_TOOL};
 use serde_json::{Value, json};
 use shared::agent::{Agent, TurnError};
 use shared::error::ApiError;
@@ -315,6 +316,106 @@ async fn after_three_failed_summaries_the_breaker_stops_asking() {
     );
 }
 
+/// A scripted model whose summary requests all fail, with whichever error
+/// the test sets; every other request goes to the scripted model.
+struct FailingSummaries {
+    inner: ScriptedModel,
+    error: Mutex<ApiError>,
+    asked: Mutex<usize>,
+}
+
+impl Model for FailingSummaries {
+    fn provider(&self) -> &str {
+        "failing-summaries"
+    }
+
+    fn send<'a>(
+        &'a self,
+        request: &'a Request<'a>,
+        on_delta: &'a mut DeltaSink<'_>,
+    ) -> BoxFuture<'a, Result<Response, ApiError>> {
+        if request.system.first().map(|block| block.text.as_str()) == Some(summary::SYSTEM_PROMPT) {
+            *self.asked.lock().unwrap() += 1;
+            let error = self.error.lock().unwrap().clone();
+            return Box::pin(std::future::ready(Err(error)));
+        }
+        self.inner.send(request, on_delta)
+    }
+}
+
+// Paused time: a lesson that retries model calls (lesson 11) backs off
+// before it gives up on a rate-limited summary.
+#[tokio::test(start_paused = true)]
+async fn transient_summary_failures_do_not_open_the_breaker_final_ones_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(FailingSummaries {
+        inner: ScriptedModel::new(vec![
+            echo("one"),
+            echo("two"),
+            Reply::text("first done"),
+            echo("three"),
+            echo("four"),
+            Reply::text("second done"),
+        ]),
+        error: Mutex::new(ApiError::RateLimited {
+            retry_after: None,
+            message: "slow down".into(),
+        }),
+        asked: Mutex::new(0),
+    });
+    // A threshold of one token: a summary is attempted before every call.
+    let mut agent = agent(dir.path(), model.clone(), small_threshold(1));
+    let mut history = Vec::new();
+
+    // Three summaries rate limited: a passing outage, not a broken summary.
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
+    assert_eq!(outcome.unwrap().final_text, "first done");
+    assert!(*model.asked.lock().unwrap() >= 3);
+    let compactor = agent.hooks.compactor();
+    assert_eq!(compactor.summary_failures(), 0);
+    assert!(!compactor.breaker_open());
+    let notices = recorder.notices_tagged(COMPACT);
+    assert_eq!(notices.len(), 3, "{notices:?}");
+    for notice in &notices {
+        assert!(
+            notice.starts_with("summary failed: the summary call failed: rate limited")
+                && notice.contains("does not count towards the circuit breaker (0/3 so far)"),
+            "{notices:?}"
+        );
+    }
+
+    // Three summaries refused as invalid: the same request would fail
+    // again, so these count, and the third opens the breaker.
+    *model.error.lock().unwrap() = ApiError::InvalidRequest {
+        message: "the summary request is malformed".into(),
+    };
+    let asked = *model.asked.lock().unwrap();
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "again").await;
+    assert_eq!(outcome.unwrap().final_text, "second done");
+    assert_eq!(model.inner.remaining(), 0);
+    // Not retried, and not attempted once the breaker was open.
+    assert_eq!(*model.asked.lock().unwrap(), asked + 3);
+    let compactor = agent.hooks.compactor();
+    assert_eq!(compactor.summary_failures(), 3);
+    assert!(compactor.breaker_open());
+    let notices = recorder.notices_tagged(COMPACT);
+    assert_eq!(notices.len(), 4, "{notices:?}");
+    for (index, notice) in notices[..3].iter().enumerate() {
+        assert!(
+            notice.starts_with(&format!(
+                "summary failed ({}/3): the summary call failed: invalid request",
+                index + 1
+            )),
+            "{notices:?}"
+        );
+    }
+    assert!(
+        notices[3].starts_with("circuit breaker open"),
+        "{notices:?}"
+    );
+    validate(&history).unwrap();
+}
+
 #[tokio::test]
 async fn a_successful_summary_resets_the_failure_count() {
     let dir = tempfile::tempdir().unwrap();
@@ -421,12 +522,19 @@ async fn compact_summarises_before_the_next_call_and_takes_its_round_with_it() {
 
     outcome.unwrap();
     assert_eq!(model.remaining(), 0);
-    // The tool itself only asked: its result says so.
+    // The tool itself only asked: its result, answering the compact call,
+    // says so.
+    let compact_call = recorder
+        .calls
+        .iter()
+        .find(|call| call.name == "compact")
+        .expect("compact called");
     let compact_result = recorder
         .results
         .iter()
-        .find(|result| result.text().starts_with("Compaction requested"))
+        .find(|result| result.tool_use_id == compact_call.id)
         .expect("compact answered");
+    assert!(compact_result.text().starts_with("Compaction requested"));
     assert!(!compact_result.is_error);
     // The summariser saw the whole round: the compact call, its result and
     // the other call's output.
@@ -473,19 +581,27 @@ async fn a_failed_requested_summary_leaves_the_round_intact() {
     // The round is still there, the compact call with its result.
     validate(&history).unwrap();
     assert_eq!(history.len(), 4);
+    let call = history[1].tool_uses().next().unwrap();
+    assert_eq!(call.name, "compact");
+    assert_eq!(first_result(&history[2]).tool_use_id, call.id);
     assert!(
         first_result(&history[2])
             .text()
             .starts_with("Compaction requested")
     );
-    assert_eq!(agent.hooks.compactor().summary_failures(), 1);
+    // A server error is transient: reported, but not counted.
+    assert_eq!(agent.hooks.compactor().summary_failures(), 0);
     // The request was used up: one summary was attempted, not one before
     // each later call. (A lesson that retries sends the same request again;
     // that is still one summary.)
     let notices = recorder.notices_tagged(COMPACT);
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert!(
-        notices[0].starts_with("summary failed (1/3): the summary call failed"),
+        notices[0].starts_with("summary failed: the summary call failed: server error")
+            && notices[0].ends_with(
+                "a transient failure, so it does not count towards the circuit breaker \
+                 (0/3 so far)"
+            ),
         "{notices:?}"
     );
     let summaries = summary_requests(&model);
@@ -721,15 +837,17 @@ async fn the_pipeline_runs_budget_then_snip_then_micro() {
         report.budget.saved,
         [".task_outputs/tool-results/toolu_30.txt"]
     );
-    assert_eq!(report.snipped, 14);
-    assert_eq!(history.len(), 49);
-    // 24 results survive the snip; the newest three keep their content.
-    assert_eq!(report.cleared, 21);
+    // Past 50 messages, snip cuts down to 25.
+    assert_eq!(report.snipped, 38);
+    assert_eq!(history.len(), 25);
+    // 12 results survive the snip; the newest three keep their content:
+    // with snip, micro-compact does not wait for a batch.
+    assert_eq!(report.cleared, 9);
     assert_eq!(report.summary, None);
     assert!(report.tokens < 20_000, "{}", report.tokens);
     assert!(model.side_requests().is_empty(), "no model call was needed");
     // The newest result was saved before anything could clear it.
-    let newest = first_result(&history[48]);
+    let newest = first_result(&history[24]);
     assert!(newest.text().starts_with("<persisted-output>"));
     assert_eq!(
         std::fs::read_to_string(dir.path().join(".task_outputs/tool-results/toolu_30.txt"))
@@ -753,9 +871,221 @@ async fn the_pipeline_runs_budget_then_snip_then_micro() {
     );
     assert_eq!(
         notices[1],
-        "snip: dropped 14 messages from the middle of the conversation"
+        "snip: dropped 38 messages from the middle of the conversation"
     );
-    assert_eq!(notices[2], "micro-compact: cleared 21 old tool results");
+    assert_eq!(notices[2], "micro-compact: cleared 9 old tool results");
+}
+
+// ---- the subagent's history ---------------------------------------------------------
+
+/// A reply that hands `description` to a subagent.
+fn task(description: &str) -> Reply {
+    Reply::tool(TASK_TOOL, json!({ "description": description }))
+}
+
+/// A reply that reads `path`.
+fn read(path: &str) -> Reply {
+    Reply::tool("read_file", json!({ "path": path }))
+}
+
+/// Writes `count` files of `chars` characters each under `dir/src/`, and
+/// returns their paths relative to `dir`.
+fn source_files(dir: &Path, count: usize, chars: usize) -> Vec<String> {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    (0..count)
+        .map(|index| {
+            let path = format!("src/file_{index:02}.rs");
+            let line = format!("// file {index:02}: marker-{index:02}\n");
+            let body = line.repeat(chars / line.len() + 1);
+            std::fs::write(dir.join(&path), &body[..chars]).unwrap();
+            path
+        })
+        .collect()
+}
+
+/// The requests a subagent made: the turn's requests without `task` among
+/// their tools.
+fn subagent_requests(model: &ScriptedModel) -> Vec<Value> {
+    model
+        .requests()
+        .into_iter()
+        .filter(|request| {
+            !request["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|tool| tool["name"] == TASK_TOOL)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_subagent_reading_far_more_than_the_window_stays_under_the_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    // 24 files of 8,000 characters: some 48,000 tokens read in one task,
+    // nearly ten times the threshold.
+    let threshold = 5_000;
+    let files = source_files(dir.path(), 24, 8_000);
+    let description = "Read every source file under src/ and list their markers.";
+    let mut replies = vec![task(description)];
+    replies.extend(files.iter().map(|path| read(path)));
+    replies.push(Reply::text("SUBAGENT: markers 00 to 23"));
+    replies.push(Reply::text("done"));
+    let model = Arc::new(
+        ScriptedModel::new(replies)
+            .with_side_rule(summary_rule(Reply::text("SUMMARY: read some files"))),
+    );
+    let mut agent = agent(dir.path(), model.clone(), small_threshold(threshold));
+    let mut history = Vec::new();
+
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "survey src").await;
+
+    assert_eq!(outcome.unwrap().final_text, "done");
+    assert_eq!(model.remaining(), 0);
+    // The subagent finished, and the parent kept only its summary.
+    validate(&history).unwrap();
+    assert_eq!(history.len(), 4);
+    let result = first_result(&history[2]);
+    assert!(!result.is_error, "{}", result.text());
+    assert!(result.text().ends_with("SUBAGENT: markers 00 to 23"));
+    // Every request the subagent sent was a valid history under the
+    // threshold, however much it had read.
+    let requests = subagent_requests(&model);
+    assert_eq!(requests.len(), files.len() + 1);
+    let read_tokens = files.len() * 8_000 / 4;
+    assert!(read_tokens > 9 * threshold, "{read_tokens}");
+    for request in &requests {
+        let messages = sent_messages(request);
+        let tokens = estimate_tokens(&messages);
+        assert!(tokens <= threshold, "{tokens} tokens: {request}");
+    }
+    // It took summaries to get there: made of the subagent's history, they
+    // repeat its task as the current request.
+    let summaries = summary_requests(&model);
+    assert!(summaries.len() >= 2, "{}", summaries.len());
+    assert!(
+        summaries
+            .iter()
+            .all(|request| summary_input(request).contains(description))
+    );
+    let summarised = requests
+        .iter()
+        .map(|request| sent_messages(request)[0].text())
+        .filter(|first| first.starts_with("[Compacted]"))
+        .count();
+    assert!(summarised >= summaries.len());
+    let last = sent_messages(requests.last().unwrap());
+    assert!(
+        last[0]
+            .text()
+            .contains(&format!("The user's current request:\n{description}")),
+        "{last:?}"
+    );
+    // The parent's compactor had nothing to do.
+    assert!(recorder.notices_tagged(COMPACT).is_empty());
+    assert_eq!(agent.hooks.compactor().summary_failures(), 0);
+    // The user saw the subagent compact, among its other notices.
+    let sub = recorder.notices_tagged(SUBAGENT_TAG);
+    assert!(
+        sub.iter()
+            .any(|notice| notice.starts_with("[compact] auto compact (~")),
+        "{sub:?}"
+    );
+}
+
+#[tokio::test]
+async fn each_subagent_has_its_own_circuit_breaker() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = source_files(dir.path(), 4, 10_000);
+    // Every summary comes back empty, a failure that counts.
+    let model = Arc::new(
+        ScriptedModel::new(vec![
+            task("Read the four files."),
+            read(&files[0]),
+            read(&files[1]),
+            read(&files[2]),
+            read(&files[3]),
+            Reply::text("read four"),
+            task("Read the first file again."),
+            read(&files[0]),
+            Reply::text("read one"),
+            Reply::text("done"),
+        ])
+        .with_side_rule(summary_rule(Reply::text(""))),
+    );
+    // 2,000 tokens: one file puts a subagent over, the parent stays under.
+    let mut agent = agent(dir.path(), model.clone(), small_threshold(2_000));
+    let mut history = Vec::new();
+
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
+
+    assert_eq!(outcome.unwrap().final_text, "done");
+    assert_eq!(model.remaining(), 0);
+    validate(&history).unwrap();
+    // The first subagent's breaker opened after three failures, before its
+    // fifth request; the second subagent started with a breaker of its own
+    // and tried again.
+    assert_eq!(summary_requests(&model).len(), 4);
+    let sub = recorder.notices_tagged(SUBAGENT_TAG);
+    let compact: Vec<&String> = sub
+        .iter()
+        .filter(|notice| {
+            notice.starts_with("[compact] summary failed")
+                || notice.starts_with("[compact] circuit breaker")
+        })
+        .collect();
+    assert_eq!(compact.len(), 5, "{sub:?}");
+    assert!(compact[0].starts_with("[compact] summary failed (1/3)"));
+    assert!(compact[2].starts_with("[compact] summary failed (3/3)"));
+    assert!(compact[3].starts_with("[compact] circuit breaker open"));
+    assert!(compact[4].starts_with("[compact] summary failed (1/3)"));
+    // Neither breaker is the parent's.
+    let parent = agent.hooks.compactor();
+    assert_eq!(parent.summary_failures(), 0);
+    assert!(!parent.breaker_open());
+    assert!(recorder.notices_tagged(COMPACT).is_empty());
+}
+
+#[tokio::test]
+async fn a_subagent_request_refused_as_too_long_is_compacted_and_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model(
+        vec![
+            task("Echo three words."),
+            echo("one"),
+            echo("two"),
+            echo("three"),
+            Reply::error(ScriptedError::PromptTooLong),
+            Reply::text("SUBAGENT: echoed three"),
+            Reply::text("done"),
+        ],
+        vec![Reply::text("SUMMARY: echoed one")],
+    );
+    let mut agent = agent(dir.path(), model.clone(), CompactConfig::default());
+    let mut history = Vec::new();
+
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
+
+    assert_eq!(outcome.unwrap().final_text, "done");
+    assert_eq!(model.remaining(), 0);
+    validate(&history).unwrap();
+    let result = first_result(&history[2]);
+    assert!(!result.is_error, "{}", result.text());
+    assert!(result.text().ends_with("SUBAGENT: echoed three"));
+    // The refused request, then the same turn of the subagent's, compacted.
+    let requests = subagent_requests(&model);
+    assert_eq!(requests.len(), 5);
+    assert_eq!(sent_messages(&requests[3]).len(), 7);
+    let retried = sent_messages(&requests[4]);
+    assert!(retried[0].text().starts_with("[Reactive compact]"));
+    assert!(retried[0].text().contains("SUMMARY: echoed one"));
+    assert_eq!(summary_requests(&model).len(), 1);
+    let sub = recorder.notices_tagged(SUBAGENT_TAG);
+    assert!(
+        sub.iter()
+            .any(|notice| notice.starts_with("[compact] reactive compact: transcript saved")),
+        "{sub:?}"
+    );
 }
 
 // ---- the binary -------------------------------------------------------------------

@@ -33,6 +33,32 @@ fn files(root: &Path, dir: &str) -> Vec<PathBuf> {
     paths
 }
 
+/// What the terminal showed as tool output: the lines indented by two
+/// spaces. The model's text and the `> tool: input` lines are not indented,
+/// so a line found here was printed by a command that really ran, not by
+/// the script or by the echo of its command.
+fn tool_output(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("  "))
+        .collect()
+}
+
+/// The lines of `grep -n ERROR demo_logs/*.log` for the two errors the
+/// script's generator puts at line 900.
+const ERROR_LINES: [&str; 2] = [
+    "demo_logs/billing.log:900:billing line 0900: ERROR upstream timeout after 30 s",
+    "demo_logs/worker.log:900:worker line 0900: ERROR upstream timeout after 30 s",
+];
+
+/// The tool output lines that report an error, in order.
+fn errors_shown(stdout: &str) -> Vec<&str> {
+    tool_output(stdout)
+        .into_iter()
+        .filter(|line| line.contains(": ERROR"))
+        .collect()
+}
+
 /// Where `needle` first occurs in `haystack`, which must contain it.
 fn position(haystack: &str, needle: &str) -> usize {
     haystack
@@ -49,7 +75,28 @@ async fn the_demo_runs_every_layer_but_snip_on_real_files_twice_in_one_directory
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(stderr.contains("[demo model]"), "{stderr}");
-    assert!(stdout.contains("Created demo_logs/"), "{stdout}");
+    assert!(
+        tool_output(&stdout)
+            .contains(&"Created demo_logs/ with five service logs of 2000 lines each."),
+        "{stdout}"
+    );
+    // The logs are real files, with errors only where the generator put them.
+    for service in ["api", "auth", "billing", "search", "worker"] {
+        let log =
+            std::fs::read_to_string(dir.path().join(format!("demo_logs/{service}.log"))).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 2000, "{service}");
+        let errors: Vec<usize> = (0..lines.len())
+            .filter(|&index| lines[index].contains("ERROR"))
+            .map(|index| index + 1)
+            .collect();
+        let expected: &[usize] = if ["billing", "worker"].contains(&service) {
+            &[900]
+        } else {
+            &[]
+        };
+        assert_eq!(errors, expected, "{service}");
+    }
     // Each layer announces itself, in the order the demo reaches it.
     let budget = position(
         &stderr,
@@ -66,10 +113,9 @@ async fn the_demo_runs_every_layer_but_snip_on_real_files_twice_in_one_directory
     assert!(budget < micro && micro < summary, "{stderr}");
     assert!(!stderr.contains("[compact] snip"), "{stderr}");
     assert!(!stderr.contains("summary failed"), "{stderr}");
-    assert!(
-        stdout.contains("Found two errors, both at line 900"),
-        "{stdout}"
-    );
+    // The real grep found the two errors, and nothing else (the saved
+    // results are counted, with no error in their first lines).
+    assert_eq!(errors_shown(&stdout), ERROR_LINES, "{stdout}");
 
     // The real files: the logs, the report, two saved results, one
     // transcript.
@@ -103,13 +149,21 @@ async fn the_demo_runs_every_layer_but_snip_on_real_files_twice_in_one_directory
         panic!("the transcript ends with the compact call's result");
     };
     assert!(last.text().starts_with("Compaction requested"));
+    let call = lines[lines.len() - 2].tool_uses().next().unwrap();
+    assert_eq!(
+        (call.name.as_str(), &call.id),
+        ("compact", &last.tool_use_id)
+    );
 
     // The second run finds the logs and does it all again.
     let output = support::run_binary(dir.path(), &["-p", PROMPT], &[], "").await;
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("demo_logs/ already exists"), "{stdout}");
-    assert!(stdout.contains("Found two errors"), "{stdout}");
+    assert!(
+        tool_output(&stdout).contains(&"demo_logs/ already exists; using it as it is."),
+        "{stdout}"
+    );
+    assert_eq!(errors_shown(&stdout), ERROR_LINES, "{stdout}");
     assert!(stderr.contains("[compact] auto compact"), "{stderr}");
     // The same calls' results are saved under the same names; the new
     // summary has a transcript of its own.
@@ -144,6 +198,37 @@ async fn the_demo_script_really_asks_for_the_summary_and_continues_from_it() {
     assert!(input.contains(PROMPT), "{input}");
     assert!(input.contains("error_report.md"), "{input}");
     assert!(input.contains("\"name\":\"compact\""), "{input}");
+    // What the model was sent after its grep: the call, and the real
+    // command's output under the same id, with exactly the two errors.
+    let after_grep: Vec<Message> =
+        serde_json::from_value(model.requests()[3]["messages"].clone()).unwrap();
+    validate(&after_grep).unwrap();
+    let grep = after_grep
+        .iter()
+        .flat_map(Message::tool_uses)
+        .find(|call| {
+            call.input["command"]
+                .as_str()
+                .is_some_and(|command| command.contains("grep -n ERROR"))
+        })
+        .expect("the grep call was sent back");
+    assert_eq!(grep.name, "bash");
+    let grep_result = after_grep
+        .iter()
+        .flat_map(|message| &message.content)
+        .find_map(|block| match block {
+            ContentBlock::ToolResult(result) if result.tool_use_id == grep.id => Some(result),
+            _ => None,
+        })
+        .expect("the grep's result answers it");
+    assert!(!grep_result.is_error);
+    let found: Vec<String> = grep_result
+        .text()
+        .lines()
+        .filter(|line| line.contains(": ERROR"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(found, ERROR_LINES, "{}", grep_result.text());
     // The last request carried the summary alone, in place of the history.
     let requests = model.requests();
     assert_eq!(requests.len(), 6);

@@ -399,14 +399,17 @@ fn a_missing_requested_directory_is_an_error() {
     assert!(error.to_string().contains("no-such-skills"), "{error}");
 }
 
-/// `good_skills` plus six broken skills and a folder that is no skill.
+/// `good_skills` plus seven broken skills and a folder that is no skill.
 fn good_and_broken_skills(root: &Path) -> PathBuf {
     let skills = good_skills(root);
     write(
         &skills.join("bad-yaml/SKILL.md"),
         "---\nname: bad-yaml\ndescription: [unclosed\n---\nbody\n",
     );
-    write(&skills.join("no-front/SKILL.md"), "# Just markdown\n");
+    // No frontmatter, and nothing to stand in for it: no line of text, or
+    // a folder name that is no skill name.
+    write(&skills.join("blank/SKILL.md"), "\n#\n   \n");
+    write(&skills.join("no_front/SKILL.md"), "# Just markdown\n");
     write(
         &skills.join("no-desc/SKILL.md"),
         "---\nname: no-desc\n---\nbody\n",
@@ -431,11 +434,15 @@ fn good_and_broken_skills(root: &Path) -> PathBuf {
 
 /// Each broken folder of [`good_and_broken_skills`], in order, and what is
 /// wrong with it.
-const BROKEN: [(&str, &str); 6] = [
+const BROKEN: [(&str, &str); 7] = [
     ("bad-yaml", "bad frontmatter"),
+    ("blank", "no YAML frontmatter, and no text"),
     ("no-desc", "missing field `description`"),
-    ("no-front", "no YAML frontmatter"),
     ("no-name", "missing field `name`"),
+    (
+        "no_front",
+        "the folder name \"no_front\" would be the skill's name",
+    ),
     ("unclosed", "not closed"),
     ("zz-copy", "already used by"),
 ];
@@ -494,9 +501,55 @@ async fn the_agent_tells_the_user_of_each_broken_skill_and_offers_the_rest() {
         system.contains("- alpha: First line") && system.contains("- beta: Beta does"),
         "{system}"
     );
-    for absent in ["bad-yaml", "no-desc", "unclosed", "impostor"] {
+    for absent in [
+        "bad-yaml", "blank", "no-desc", "no_front", "unclosed", "impostor",
+    ] {
         assert!(!system.contains(absent), "{absent}: {system}");
     }
+}
+
+#[tokio::test]
+async fn a_skill_without_frontmatter_is_named_by_its_folder_and_described_by_its_first_line() {
+    let root = tempfile::tempdir().unwrap();
+    let skills = good_skills(root.path());
+    write(
+        &skills.join("deploy-notes/SKILL.md"),
+        "\n# How we deploy\n\nDEPLOY-BODY-MARKER: tag, then push.\n",
+    );
+    write(&skills.join("deploy-notes/scripts/tag.sh"), "git tag\n");
+    let workspace = tempfile::tempdir().unwrap();
+
+    let (history, model, recorder) = play(
+        workspace.path(),
+        Some(&skills),
+        vec![
+            Reply::tool("load_skill", json!({"name": "deploy-notes"})),
+            Reply::text("done"),
+        ],
+    )
+    .await;
+
+    // In the catalog, after the skills with frontmatter, in folder order;
+    // nothing to warn about.
+    let system = system_text(&model.requests()[0]);
+    assert!(
+        system.contains(
+            "- alpha: First line of the alpha description. Second line of it.\n\
+             - beta: Beta does beta things.\n\
+             - deploy-notes: How we deploy\n"
+        ),
+        "{system}"
+    );
+    assert!(recorder.notices_tagged(TAG).is_empty());
+    // Loaded by that name: the whole file is the body, with its files.
+    let (body, is_error) = &results(&history[2])[0];
+    assert!(!is_error, "{body}");
+    assert!(body.starts_with("<skill name=\"deploy-notes\">"), "{body}");
+    assert!(
+        body.contains("# How we deploy\n\nDEPLOY-BODY-MARKER"),
+        "{body}"
+    );
+    assert!(body.contains("- scripts/tag.sh"), "{body}");
 }
 
 #[test]

@@ -12,6 +12,7 @@
 //! * [`snip`]: past a number of messages, the middle of the history is
 //!   dropped, between whole rounds.
 //! * [`micro`]: old tool results keep their blocks but lose their content.
+//! * [`batch`]: when snip and micro-compact act — rarely, and together.
 //! * [`summary`]: the transcript is saved, the model summarises, and the
 //!   summary replaces the history.
 //! * [`reactive`]: the same summary (or a harder snip) when the provider
@@ -91,7 +92,7 @@ pub struct Compactor {
     model: Arc<dyn Model>,
     model_id: String,
     flags: Arc<Flags>,
-    /// Failed summaries in a row.
+    /// Failed summaries in a row; transient failures do not count.
     failures: usize,
     /// The last prompt the user typed, repeated in every summary message.
     current_request: Option<String>,
@@ -125,7 +126,7 @@ impl Compactor {
         self.current_request = Some(prompt.to_string());
     }
 
-    /// Failed summaries in a row so far.
+    /// Failed summaries in a row so far, transient failures left out.
     pub fn summary_failures(&self) -> usize {
         self.failures
     }
@@ -137,6 +138,33 @@ impl Compactor {
 }
 // ANCHOR_END: compactor
 
+// ANCHOR: batch
+/// Layers 2 and 3 as the pipeline runs them: nothing until one of them is
+/// due — the history is over [`CompactConfig::max_messages`], or the
+/// results micro-compact would clear hold more than
+/// [`CompactConfig::micro_batch_chars`] — and then both do all they can:
+/// snip down to [`CompactConfig::snip_to_messages`], and clear every old
+/// result. Returns the messages dropped and the results cleared.
+///
+/// What costs is not how much a batch removes but that it happens: it
+/// changes the history from some point on, and the provider's prompt cache
+/// has to store everything after that point again (chapter 10). So the
+/// two layers act rarely, and together, and in between the history only
+/// grows at its end.
+pub fn batch(history: &mut Vec<Message>, config: &CompactConfig) -> (usize, usize) {
+    let keep = config.keep_recent_tool_results;
+    let due = history.len() > config.max_messages
+        || micro::pending_chars(history, keep, config.min_clear_chars) > config.micro_batch_chars;
+    if !due {
+        return (0, 0);
+    }
+    let low = config.snip_to_messages.min(config.max_messages);
+    let snipped = snip::snip(history, low, config.keep_head_messages);
+    let cleared = micro::micro_compact(history, keep, config.min_clear_chars);
+    (snipped, cleared)
+}
+// ANCHOR_END: batch
+
 // ANCHOR: pipeline
 impl Compactor {
     /// The pipeline, run before every model call: the three cheap layers,
@@ -147,12 +175,7 @@ impl Compactor {
         // The order matters: the budget keeps full text on disk, so it runs
         // before the layers that throw text away.
         let budget = budget::apply(history, &self.root, config);
-        let snipped = snip::snip(history, config.max_messages, config.keep_head_messages);
-        let cleared = micro::micro_compact(
-            history,
-            config.keep_recent_tool_results,
-            config.min_clear_chars,
-        );
+        let (snipped, cleared) = batch(history, config);
         let mut report = PipelineReport {
             budget,
             snipped,
@@ -210,7 +233,7 @@ impl Compactor {
                 SummaryOutcome::Replaced { transcript }
             }
             Err(error) => {
-                self.record_failure(&error.to_string());
+                self.summary_failed(&error);
                 SummaryOutcome::Failed(error.to_string())
             }
         }
@@ -243,6 +266,24 @@ impl Compactor {
             summary::summary_message(label, &text, &transcript, self.current_request.as_deref());
         summary::replace_prefix(history, cut, message);
         Ok(transcript)
+    }
+
+    /// Reports a summary that could not be made, and counts it towards the
+    /// breaker unless it was transient. A rate limit, an overload or a cut
+    /// stream says nothing about the summary itself: counting it would let a
+    /// minute's outage turn summaries off for the rest of the session.
+    /// (Lesson 11 retries such failures before they get here; one that still
+    /// arrives means the retries ran out, and it is not counted either.)
+    fn summary_failed(&mut self, error: &SummaryError) {
+        if error.is_transient() {
+            self.notice(&format!(
+                "summary failed: {error}; a transient failure, so it does not count towards \
+                 the circuit breaker ({}/{} so far)",
+                self.failures, self.config.max_summary_failures
+            ));
+            return;
+        }
+        self.record_failure(&error.to_string());
     }
 
     /// Counts a failed summary; the last one allowed opens the breaker.

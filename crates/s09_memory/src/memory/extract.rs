@@ -31,12 +31,19 @@ pub const MAX_DIALOGUE_CHARS: usize = 8_000;
 pub const EXTRACT_MAX_TOKENS: u32 = 2_000;
 
 // ANCHOR: dialogue
-/// The last [`RECENT_MESSAGES`] messages as plain text for the side query.
-/// Tool calls and results are abbreviated: the facts worth keeping are in
-/// what the user said. Recalled `<memories>` and harness reminders are
-/// left out, so that a memory is not "discovered" again in its own echo.
+/// The last [`RECENT_MESSAGES`] messages as plain text for the side query,
+/// cut to [`MAX_DIALOGUE_CHARS`].
 pub fn format_dialogue(history: &[Message]) -> String {
-    let start = history.len().saturating_sub(RECENT_MESSAGES);
+    format_recent(history, RECENT_MESSAGES, MAX_DIALOGUE_CHARS)
+}
+
+/// The last `max_messages` messages as plain text, `User: …` and
+/// `Assistant: …`, cut to their last `max_chars` characters. Tool calls
+/// and results are abbreviated: the facts worth keeping are in what the
+/// user said. Recalled `<memories>` and harness reminders are left out, so
+/// that a memory is not "discovered" again in its own echo.
+pub fn format_recent(history: &[Message], max_messages: usize, max_chars: usize) -> String {
+    let start = history.len().saturating_sub(max_messages);
     let mut parts = Vec::new();
     for message in &history[start..] {
         let speaker = match message.role {
@@ -72,11 +79,11 @@ pub fn format_dialogue(history: &[Message]) -> String {
     }
     let dialogue = parts.join("\n\n");
     let total = dialogue.chars().count();
-    if total <= MAX_DIALOGUE_CHARS {
+    if total <= max_chars {
         return dialogue;
     }
-    // Keep the end: the latest exchange is the one not yet extracted.
-    let skip = total - MAX_DIALOGUE_CHARS;
+    // Keep the end: the latest exchange is the one that matters most.
+    let skip = total - max_chars;
     let cut: String = dialogue.chars().skip(skip).collect();
     format!("…{cut}")
 }

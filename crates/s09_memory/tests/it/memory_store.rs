@@ -1,19 +1,46 @@
-//! The memory store on disk, without a model: the file format, slugging,
-//! the index, atomic writes, malformed files (reported as `memory`
-//! notices), de-duplication and the deterministic merge.
+//! The memory store on disk, without a model: the file format (YAML
+//! frontmatter, dated), slugging, the index, atomic writes, malformed files
+//! (reported as `memory` notices), de-duplication, the oldest-first order
+//! and the deterministic merge.
 
 use std::fs;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use lesson::memory::consolidate::{CONSOLIDATE_THRESHOLD, deterministic_merge};
+use lesson::memory::consolidate::{CONSOLIDATE_THRESHOLD, deterministic_merge, replace_all};
 use lesson::memory::extract::{Extracted, apply, normalise, parse_memories};
 use lesson::memory::file::{
-    INDEX_FILE, MAX_SLUG_CHARS, MEMORY_DIR, Memory, MemoryType, ParseError, slug,
+    INDEX_FILE, MAX_SLUG_CHARS, MEMORY_DIR, Memory, MemoryType, ParseError, StoredMemory, slug,
 };
 use lesson::memory::index;
-use lesson::memory::store::MemoryStore;
+use lesson::memory::store::{MemoryStore, oldest_first};
+use lesson::memory::{Clock, Timestamp};
 use shared::notice::Notices;
 use shared::tools::Workspace;
+
+/// The first time a [`ticking`] clock reads: 2025-03-14T09:26:53Z.
+const START: u64 = 1_741_944_413;
+
+/// A clock that reads [`START`], then a minute later at every reading.
+fn ticking() -> Clock {
+    let readings = Arc::new(AtomicU64::new(0));
+    Clock::new(move || {
+        let n = readings.fetch_add(1, Ordering::SeqCst);
+        UNIX_EPOCH + Duration::from_secs(START + 60 * n)
+    })
+}
+
+/// The time a [`ticking`] clock reads at its `n`th reading (from 0).
+fn tick(n: i64) -> Timestamp {
+    Timestamp::from_unix_seconds(START as i64 + 60 * n)
+}
+
+/// A store in `dir/.memory` that dates its writes by a [`ticking`] clock.
+fn ticking_store(dir: &Path) -> MemoryStore {
+    MemoryStore::at(dir.join(".memory")).with_clock(ticking())
+}
 
 fn memory(name: &str, kind: MemoryType, description: &str, body: &str) -> Memory {
     Memory::new(name, kind, description, body)
@@ -57,20 +84,43 @@ fn a_workspace_keeps_its_memories_in_dot_memory_with_a_memory_md_index() {
 #[test]
 fn a_memory_round_trips_through_its_file() {
     let dir = tempfile::tempdir().unwrap();
-    let store = MemoryStore::at(dir.path().join(".memory"));
+    let store = ticking_store(dir.path());
 
     let stored = store.write(&tabs()).unwrap();
 
     assert_eq!(stored.file, "user-prefers-tabs.md");
+    assert_eq!(stored.updated, Some(tick(0)));
     let text = fs::read_to_string(store.dir().join("user-prefers-tabs.md")).unwrap();
     assert_eq!(
         text,
         "---\nname: user-prefers-tabs\ndescription: User prefers tabs over spaces for indentation\n\
-         type: user\n---\n\nIndent with tabs.\n**Why:** the user said so.\n"
+         type: user\nupdated: 2025-03-14T09:26:53Z\n---\n\nIndent with tabs.\n**Why:** the user said so.\n"
     );
-    assert_eq!(Memory::parse(&text).unwrap(), tabs());
-    assert_eq!(store.read("user-prefers-tabs").unwrap().memory, tabs());
+    assert_eq!(Memory::parse(&text).unwrap(), (tabs(), Some(tick(0))));
+    assert_eq!(store.read("user-prefers-tabs").unwrap(), stored);
     assert_eq!(store.list(), vec![stored]);
+}
+
+#[test]
+fn writing_a_memory_again_dates_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ticking_store(dir.path());
+    let system = MemoryStore::at(dir.path().join(".memory"));
+
+    store.write(&tabs()).unwrap();
+    let rewritten = store.write(&tabs()).unwrap();
+
+    assert_eq!(rewritten.updated, Some(tick(1)));
+    assert_eq!(store.list()[0].updated, Some(tick(1)));
+    // The store's own clock is the system's.
+    let before = Timestamp::from_system_time(SystemTime::now());
+    let now = system.write(&tabs()).unwrap().updated.unwrap();
+    assert!(now >= before && now > tick(1), "{now}");
+    assert!(
+        fs::read_to_string(store.dir().join("user-prefers-tabs.md"))
+            .unwrap()
+            .contains(&format!("\nupdated: {now}\n"))
+    );
 }
 
 #[test]
@@ -93,19 +143,73 @@ fn every_type_and_awkward_values_round_trip() {
             original.description,
             "a description: with a colon, and a line break"
         );
-        assert_eq!(Memory::parse(&original.to_markdown()).unwrap(), original);
+        let text = original.to_markdown(tick(0));
+        assert_eq!(
+            Memory::parse(&text).unwrap(),
+            (original, Some(tick(0))),
+            "{text}"
+        );
     }
 }
 
 #[test]
 fn hand_written_files_are_read_leniently() {
     let text = "\u{feff}---\r\nname: \"tabs\"\r\ndescription: 'Tabs, please'\r\n# a comment\r\n\
-                tags: style\r\ntype: User\r\n---\r\n\r\nTabs.\r\n";
-    let parsed = Memory::parse(text).unwrap();
+                tags: [style, editor]\r\ntype: User\r\n---\r\n\r\nTabs.\r\nAlways.\r\n";
+    let (parsed, updated) = Memory::parse(text).unwrap();
     assert_eq!(parsed.name, "tabs");
     assert_eq!(parsed.description, "Tabs, please");
     assert_eq!(parsed.kind, MemoryType::User);
-    assert_eq!(parsed.body, "Tabs.");
+    assert_eq!(parsed.body, "Tabs.\nAlways.");
+    // No date: read all the same.
+    assert_eq!(updated, None);
+
+    // Not YAML (a value with `: ` in it must be quoted there), but plain
+    // `key: value` lines, as files were written before: read line by line.
+    let legacy = "---\nname: tabs\ndescription: Note: tabs, not spaces\ntype: user\n---\nTabs.\n";
+    let (parsed, updated) = Memory::parse(legacy).unwrap();
+    assert_eq!(parsed.description, "Note: tabs, not spaces");
+    assert_eq!((parsed.body.as_str(), updated), ("Tabs.", None));
+
+    // Numbers and booleans are text to a person; dates in other RFC 3339
+    // spellings are read, and one that is no date is as good as none.
+    let odd = "---\nname: 2024\ndescription: true\ntype: project\nupdated: 2025-03-14 10:26:53.5+01:00\n---\nx\n";
+    let (parsed, updated) = Memory::parse(odd).unwrap();
+    assert_eq!(
+        (parsed.name.as_str(), parsed.description.as_str()),
+        ("2024", "true")
+    );
+    assert_eq!(updated, Some(tick(0)));
+    let undated = odd.replace("2025-03-14 10:26:53.5+01:00", "last Tuesday");
+    assert_eq!(Memory::parse(&undated).unwrap().1, None);
+}
+
+#[test]
+fn multi_line_yaml_values_are_read() {
+    let text = "---\n\
+                name: deploy-target\n\
+                description: |\n  Where deployments go:\n  fly.io, app ledger-prod\n\
+                type: >\n  reference\n\
+                updated: \"2025-03-14T09:26:53Z\"\n\
+                ---\n\nProduction deploys go to fly.io.\n";
+
+    let (memory, updated) = Memory::parse(text).unwrap();
+
+    // The description is one line, as in the index.
+    assert_eq!(
+        memory.description,
+        "Where deployments go: fly.io, app ledger-prod"
+    );
+    assert_eq!(memory.kind, MemoryType::Reference);
+    assert_eq!(memory.body, "Production deploys go to fly.io.");
+    assert_eq!(updated, Some(tick(0)));
+    // Written back, it is one line, quoted where YAML needs it.
+    let written = memory.to_markdown(tick(1));
+    assert!(
+        written.contains("\ndescription: 'Where deployments go: fly.io, app ledger-prod'\n"),
+        "{written}"
+    );
+    assert_eq!(Memory::parse(&written).unwrap(), (memory, Some(tick(1))));
 }
 
 #[test]
@@ -136,15 +240,23 @@ fn malformed_files_are_named_and_skipped_while_the_rest_load() {
             ParseError::Missing("name"),
         ),
         (
-            "not-key-value.md",
-            "---\nname: x\njust words\n---\n",
-            ParseError::NotKeyValue(3),
+            "list-description.md",
+            "---\nname: x\ndescription:\n  - y\n  - z\ntype: user\n---\nbody\n",
+            ParseError::NotText("description"),
         ),
     ];
     for (file, text, error) in &cases {
         fs::write(store.dir().join(file), text).unwrap();
         assert_eq!(Memory::parse(text).unwrap_err(), *error, "{file}");
     }
+    // Neither YAML nor `key: value` lines: the YAML parser says where.
+    let not_key_value = "---\nname: x\njust words\n---\n";
+    fs::write(store.dir().join("not-key-value.md"), not_key_value).unwrap();
+    let error = Memory::parse(not_key_value).unwrap_err().to_string();
+    assert!(
+        error.starts_with("its frontmatter is not valid YAML: ") && error.contains("line 3"),
+        "{error}"
+    );
     // Not valid UTF-8 at all.
     fs::write(store.dir().join("binary.md"), [0xff, 0xfe, 0x00]).unwrap();
 
@@ -175,6 +287,7 @@ fn malformed_files_are_named_and_skipped_while_the_rest_load() {
         [
             "bad-type.md",
             "binary.md",
+            "list-description.md",
             "no-frontmatter.md",
             "no-name.md",
             "not-key-value.md",
@@ -187,7 +300,7 @@ fn malformed_files_are_named_and_skipped_while_the_rest_load() {
     assert_eq!(store.list(), memories);
     assert_eq!(store.list(), memories);
     let warnings = notices.take();
-    assert_eq!(warnings.len(), 6, "{warnings:?}");
+    assert_eq!(warnings.len(), 7, "{warnings:?}");
     for (warning, file) in warnings.iter().zip(&named) {
         assert_eq!(warning.tag, "memory");
         assert!(
@@ -568,7 +681,7 @@ fn the_deterministic_merge_loses_nothing_and_stays_under_the_threshold() {
     let all_text = normalise(
         &merged
             .iter()
-            .map(|memory| memory.to_markdown())
+            .map(|memory| memory.to_markdown(tick(0)))
             .collect::<String>(),
     );
     for n in 1..11 {
@@ -611,7 +724,11 @@ fn reads_and_removals_never_leave_the_store() {
     let store = MemoryStore::at(root.path().join("ws/.memory"));
     store.write(&tabs()).unwrap();
     // A memory-looking file beside the store, which a path escape would hit.
-    fs::write(root.path().join("ws/outside.md"), tabs().to_markdown()).unwrap();
+    fs::write(
+        root.path().join("ws/outside.md"),
+        tabs().to_markdown(tick(0)),
+    )
+    .unwrap();
 
     assert!(store.read("../outside.md").is_none());
     store.remove("../outside.md").unwrap();
@@ -620,4 +737,163 @@ fn reads_and_removals_never_leave_the_store() {
     assert!(root.path().join("ws/outside.md").exists());
     assert!(store.dir().join("MEMORY.md").exists());
     assert_eq!(store.list().len(), 1);
+}
+
+// --- Oldest first ---------------------------------------------------------
+
+/// `name` as stored in `file`, last written at `updated`.
+fn stored(file: &str, body: &str, updated: Option<Timestamp>) -> StoredMemory {
+    let name = file.trim_end_matches(".md");
+    StoredMemory {
+        file: file.to_string(),
+        memory: memory(name, MemoryType::User, &format!("About {name}"), body),
+        updated,
+    }
+}
+
+#[test]
+fn memories_sort_oldest_first_and_undated_ones_count_as_oldest() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ticking_store(dir.path());
+    // Written in an order that is not the names' order.
+    for name in ["c-third", "a-fourth", "b-fifth"] {
+        store
+            .write(&memory(name, MemoryType::Project, "d", name))
+            .unwrap();
+    }
+    // Two files from before memories were dated.
+    for name in ["z-first", "y-second"] {
+        fs::write(
+            store.dir().join(format!("{name}.md")),
+            format!("---\nname: {name}\ndescription: d\ntype: user\n---\n{name}\n"),
+        )
+        .unwrap();
+    }
+
+    let listed: Vec<String> = store.list().into_iter().map(|s| s.file).collect();
+    let ordered: Vec<String> = oldest_first(store.list())
+        .into_iter()
+        .map(|s| s.file)
+        .collect();
+
+    // The store lists by name; oldest first is by date, undated first (by
+    // name among themselves).
+    assert_eq!(
+        listed,
+        [
+            "a-fourth.md",
+            "b-fifth.md",
+            "c-third.md",
+            "y-second.md",
+            "z-first.md"
+        ]
+    );
+    assert_eq!(
+        ordered,
+        [
+            "y-second.md",
+            "z-first.md",
+            "c-third.md",
+            "a-fourth.md",
+            "b-fifth.md"
+        ]
+    );
+}
+
+#[test]
+fn updating_a_memory_dates_it_and_an_unchanged_one_keeps_its_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ticking_store(dir.path());
+    apply(&store, &[tabs()]).unwrap();
+    assert_eq!(store.list()[0].updated, Some(tick(0)));
+
+    // The same memory again: not written, so not dated again.
+    apply(&store, &[tabs()]).unwrap();
+    assert_eq!(store.list()[0].updated, Some(tick(0)));
+
+    // New content under the name: written, and dated now.
+    let update = memory(
+        "user-prefers-tabs",
+        MemoryType::User,
+        "Tabs, 4 wide",
+        "Indent with tabs shown 4 wide.",
+    );
+    apply(&store, &[update]).unwrap();
+    assert_eq!(store.list()[0].updated, Some(tick(1)));
+}
+
+#[test]
+fn consolidation_rewrites_and_redates_only_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ticking_store(dir.path());
+    let deploy = memory("deploy-target", MemoryType::Project, "Deploys", "fly.io");
+    store.write(&tabs()).unwrap();
+    store.write(&deploy).unwrap();
+    store
+        .write(&memory("old-note", MemoryType::User, "d", "x"))
+        .unwrap();
+    let old = store.list();
+
+    let moved = memory(
+        "deploy-target",
+        MemoryType::Project,
+        "Deploys",
+        "Now on k8s.",
+    );
+    replace_all(&store, &old, &[tabs(), moved]).unwrap();
+
+    let dates: Vec<(String, Option<Timestamp>)> = store
+        .list()
+        .into_iter()
+        .map(|stored| (stored.file, stored.updated))
+        .collect();
+    assert_eq!(
+        dates,
+        [
+            ("deploy-target.md".to_string(), Some(tick(3))),
+            ("user-prefers-tabs.md".to_string(), Some(tick(0))),
+        ]
+    );
+}
+
+#[test]
+fn in_the_deterministic_merge_the_later_statement_wins() {
+    // Listed by name, as the store lists them; written in another order.
+    let listed = [
+        stored("a-spaces.md", "Indent with spaces.", Some(tick(5))),
+        stored("b-tabs.md", "Indent with tabs.", Some(tick(2))),
+        stored("c-undated.md", "Wrap at 100 columns.", None),
+        stored("d-tabs-again.md", "indent with TABS", Some(tick(3))),
+    ];
+
+    // Below the threshold: only duplicates go, and of two copies the later
+    // is kept (d-tabs-again, not b-tabs), in oldest-first order.
+    let kept = deterministic_merge(&listed);
+    let names: Vec<&str> = kept.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["c-undated", "d-tabs-again", "a-spaces"]);
+
+    // At the threshold: one memory, its sections oldest first under a line
+    // that says the later one holds, so "spaces" (the latest) comes last.
+    let mut many: Vec<StoredMemory> = listed.to_vec();
+    for n in 0..8 {
+        many.push(stored(
+            &format!("fact-{n}.md"),
+            &format!("Fact {n}."),
+            Some(tick(10 + n)),
+        ));
+    }
+    let merged = deterministic_merge(&many);
+    assert_eq!(merged.len(), 1, "{merged:?}");
+    let body = &merged[0].body;
+    assert!(
+        body.starts_with(
+            "Merged from 11 memories, oldest first; where two sections disagree, the later one holds."
+        ),
+        "{body}"
+    );
+    let at = |text: &str| body.find(text).unwrap_or_else(|| panic!("{text}: {body}"));
+    assert!(at("### c-undated (undated)") < at("### d-tabs-again (2025-03-14T09:29:53Z)"));
+    assert!(at("indent with TABS") < at("Indent with spaces."));
+    assert!(at("Indent with spaces.") < at("Fact 0."));
+    assert!(!body.contains("b-tabs"), "{body}");
 }

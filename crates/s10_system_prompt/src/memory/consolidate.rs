@@ -4,11 +4,12 @@
 //! Extraction adds; nothing else removes. Over many sessions the store
 //! gathers near-duplicates ("prefers tabs", "indent with tabs") and facts
 //! that later ones contradict. So once a write brings the store to ten
-//! files, a side query gets every memory and returns a smaller list:
-//! duplicates merged, contradictions resolved in favour of the newer
-//! statement, stale entries dropped. If that fails — an API error, an
-//! unreadable answer, or an answer that would lose data — a deterministic
-//! merge runs instead, which never loses a word.
+//! files, a side query gets every memory, oldest first and each with the
+//! time its file was last written, and returns a smaller list: duplicates
+//! merged, contradictions resolved in favour of the newer statement, stale
+//! entries dropped. If that fails — an API error, an unreadable answer, or
+//! an answer that would lose data — a deterministic merge runs instead,
+//! which never loses a word and also lets the later statement win.
 
 use std::collections::{BTreeMap, HashSet};
 use std::io;
@@ -19,7 +20,7 @@ use shared::text::truncate_chars;
 use super::extract::{memory_from_json, normalise};
 use super::file::{Memory, MemoryType, StoredMemory, slug};
 use super::side_query::{SideQuery, find_json_array};
-use super::store::MemoryStore;
+use super::store::{MemoryStore, oldest_first};
 
 /// A write that brings the store to this many files triggers consolidation.
 pub const CONSOLIDATE_THRESHOLD: usize = 10;
@@ -28,7 +29,8 @@ pub const CONSOLIDATE_THRESHOLD: usize = 10;
 pub const CONSOLIDATE_MAX_TOKENS: u32 = 8_000;
 
 // ANCHOR: prompt
-/// The side query's question: every memory, as JSON.
+/// The side query's question: every memory, as JSON, in the order given
+/// (oldest first, see [`oldest_first`]).
 pub fn consolidation_prompt(memories: &[StoredMemory]) -> String {
     let all: Vec<_> = memories
         .iter()
@@ -38,13 +40,15 @@ pub fn consolidation_prompt(memories: &[StoredMemory]) -> String {
                 "type": stored.memory.kind.as_str(),
                 "description": stored.memory.description,
                 "body": stored.memory.body,
+                "updated": stored.updated.map(|time| time.to_string()),
             })
         })
         .collect();
     let all = serde_json::to_string_pretty(&all).unwrap_or_default();
     format!(
         "These are all the memories a coding agent keeps about its user and project, oldest \
-         file names first. Consolidate them: merge duplicates and near-duplicates into one, \
+         first: \"updated\" is when each was last saved, and those without one are older \
+         than the rest. Consolidate them: merge duplicates and near-duplicates into one, \
          resolve contradictions in favour of the more specific or more recent statement, and \
          drop what is no longer useful. Keep every distinct fact that still matters.\n\n\
          Answer with the complete new list as a JSON array of objects with the fields \
@@ -85,49 +89,73 @@ pub fn parse_consolidated(answer: &str, before: usize) -> Result<Vec<Memory>, St
 // ANCHOR_END: parse
 
 // ANCHOR: fallback
-/// The fallback: drop exact duplicates (same words in the body); if the
-/// store is still at the threshold, merge each type's memories into one
-/// (`user-memories`, …), each old memory becoming a section of the new
-/// body. At most four files remain and no text is lost.
+/// The fallback. With the memories oldest first, it drops exact
+/// duplicates (same words in the body), keeping the latest copy; if the
+/// store is still at the threshold, it merges each type's memories into one
+/// (`user-memories`, …), each old memory becoming a section of the new body,
+/// oldest first, under a line that says the later section wins. At most
+/// four files remain and no text is lost.
 pub fn deterministic_merge(memories: &[StoredMemory]) -> Vec<Memory> {
+    let ordered = oldest_first(memories.to_vec());
+    // Newest first through the duplicates, so the latest copy is the one
+    // kept; then back to oldest first.
     let mut seen = HashSet::new();
-    let unique: Vec<&Memory> = memories
+    let mut unique: Vec<&StoredMemory> = ordered
         .iter()
-        .map(|stored| &stored.memory)
-        .filter(|memory| seen.insert(normalise(&memory.body)))
+        .rev()
+        .filter(|stored| seen.insert(normalise(&stored.memory.body)))
         .collect();
+    unique.reverse();
     if unique.len() < CONSOLIDATE_THRESHOLD {
-        return unique.into_iter().cloned().collect();
+        return unique
+            .into_iter()
+            .map(|stored| stored.memory.clone())
+            .collect();
     }
-    let mut by_type: BTreeMap<MemoryType, Vec<&Memory>> = BTreeMap::new();
-    for memory in unique {
-        by_type.entry(memory.kind).or_default().push(memory);
+    let mut by_type: BTreeMap<MemoryType, Vec<&StoredMemory>> = BTreeMap::new();
+    for stored in unique {
+        by_type.entry(stored.memory.kind).or_default().push(stored);
     }
     let merged = by_type
         .into_iter()
         .map(|(kind, group)| match group.as_slice() {
-            [single] => (*single).clone(),
-            _ => {
-                let names: Vec<&str> = group.iter().map(|memory| memory.name.as_str()).collect();
-                let sections: Vec<String> = group
-                    .iter()
-                    .map(|memory| {
-                        format!(
-                            "### {}\n{}\n\n{}",
-                            memory.name, memory.description, memory.body
-                        )
-                    })
-                    .collect();
-                Memory::new(
-                    &format!("{kind}-memories"),
-                    kind,
-                    &truncate_chars(&format!("Merged: {}", names.join(", ")), 200),
-                    &sections.join("\n\n"),
-                )
-            }
+            [single] => single.memory.clone(),
+            _ => merge_group(kind, &group),
         })
         .collect();
     distinct_names(merged)
+}
+
+/// One memory holding every memory of `group` (oldest first) as a section.
+fn merge_group(kind: MemoryType, group: &[&StoredMemory]) -> Memory {
+    let names: Vec<&str> = group
+        .iter()
+        .map(|stored| stored.memory.name.as_str())
+        .collect();
+    let sections: Vec<String> = group
+        .iter()
+        .map(|stored| {
+            let memory = &stored.memory;
+            let updated = stored
+                .updated
+                .map_or_else(|| "undated".to_string(), |time| time.to_string());
+            format!(
+                "### {} ({updated})\n{}\n\n{}",
+                memory.name, memory.description, memory.body
+            )
+        })
+        .collect();
+    Memory::new(
+        &format!("{kind}-memories"),
+        kind,
+        &truncate_chars(&format!("Merged: {}", names.join(", ")), 200),
+        &format!(
+            "Merged from {} memories, oldest first; where two sections disagree, the later \
+             one holds.\n\n{}",
+            group.len(),
+            sections.join("\n\n")
+        ),
+    )
 }
 
 /// Renames memories whose name another one already took (`x`, `x-2`, …),
@@ -154,11 +182,21 @@ fn distinct_names(memories: Vec<Memory>) -> Vec<Memory> {
 // ANCHOR: replace
 /// Replaces the store's `old` memories with `new` ones. New files are
 /// written first and old ones removed after, so a crash half-way leaves
-/// duplicates (which the next consolidation merges), never a loss.
+/// duplicates (which the next consolidation merges), never a loss. A memory
+/// that comes back exactly as it was is not written again, so its file
+/// keeps its date.
 pub fn replace_all(store: &MemoryStore, old: &[StoredMemory], new: &[Memory]) -> io::Result<()> {
     let mut kept = HashSet::new();
     for memory in new {
-        kept.insert(store.write_file(memory)?.file);
+        let as_written = Memory::new(&memory.name, memory.kind, &memory.description, &memory.body);
+        let unchanged = old
+            .iter()
+            .any(|stored| stored.file == as_written.file_name() && stored.memory == as_written);
+        if unchanged {
+            kept.insert(as_written.file_name());
+        } else {
+            kept.insert(store.write_file(memory)?.file);
+        }
     }
     for stored in old {
         if !kept.contains(&stored.file) {
@@ -192,7 +230,7 @@ pub async fn consolidate_if_due(
     side: &SideQuery,
     store: &MemoryStore,
 ) -> io::Result<Option<Consolidated>> {
-    let memories = store.list();
+    let memories = oldest_first(store.list());
     if memories.len() < CONSOLIDATE_THRESHOLD {
         return Ok(None);
     }

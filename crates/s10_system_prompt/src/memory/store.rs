@@ -5,7 +5,8 @@
 //! flush to disk and a rename), so a reader (or a process that crashed
 //! mid-write) never sees half a file. A file that does not parse is
 //! reported as a notice, naming the file, and skipped: one bad file never
-//! hides the others.
+//! hides the others. Every file written is dated with the store's
+//! [`Clock`], so that consolidation can tell older memories from newer.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -22,6 +23,7 @@ pub use super::file::MEMORY_DIR;
 use super::file::{INDEX_FILE, Memory, StoredMemory, slug};
 use super::index;
 use super::report;
+use super::timestamp::Clock;
 
 /// A memory file that was skipped, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +51,7 @@ pub struct MemoryStore {
     dir: PathBuf,
     reported: Arc<Mutex<HashSet<PathBuf>>>,
     notices: Notices,
+    clock: Clock,
 }
 
 impl MemoryStore {
@@ -63,7 +66,14 @@ impl MemoryStore {
             dir: dir.into(),
             reported: Arc::default(),
             notices: Notices::new(),
+            clock: Clock::system(),
         }
+    }
+
+    /// The same store, dating the files it writes by `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The same store, reporting malformed files to `notices`.
@@ -113,7 +123,11 @@ impl MemoryStore {
                 .map_err(|error| error.to_string())
                 .and_then(|text| Memory::parse(&text).map_err(|error| error.to_string()));
             match parsed {
-                Ok(memory) => memories.push(StoredMemory { file, memory }),
+                Ok((memory, updated)) => memories.push(StoredMemory {
+                    file,
+                    memory,
+                    updated,
+                }),
                 Err(reason) => skipped.push(Skipped { path, reason }),
             }
         }
@@ -130,8 +144,12 @@ impl MemoryStore {
     pub fn read(&self, file: &str) -> Option<StoredMemory> {
         let file = self.file_for(file);
         let text = fs::read_to_string(self.dir.join(&file)).ok()?;
-        let memory = Memory::parse(&text).ok()?;
-        Some(StoredMemory { file, memory })
+        let (memory, updated) = Memory::parse(&text).ok()?;
+        Some(StoredMemory {
+            file,
+            memory,
+            updated,
+        })
     }
 
     /// Writes `memory` to `<slug of its name>.md` (replacing a memory of
@@ -154,13 +172,18 @@ impl MemoryStore {
         write_atomic(&self.dir.join(INDEX_FILE), index::render(&memories))
     }
 
-    /// Writes one memory file, without touching the index (for batches,
-    /// which rebuild it once at the end).
+    /// Writes one memory file, dated now, without touching the index (for
+    /// batches, which rebuild it once at the end).
     pub(crate) fn write_file(&self, memory: &Memory) -> io::Result<StoredMemory> {
         let memory = Memory::new(&memory.name, memory.kind, &memory.description, &memory.body);
         let file = memory.file_name();
-        write_atomic(&self.dir.join(&file), memory.to_markdown())?;
-        Ok(StoredMemory { file, memory })
+        let updated = self.clock.now();
+        write_atomic(&self.dir.join(&file), memory.to_markdown(updated))?;
+        Ok(StoredMemory {
+            file,
+            memory,
+            updated: Some(updated),
+        })
     }
 
     /// Removes one memory file, without touching the index.
@@ -188,3 +211,13 @@ impl MemoryStore {
     }
 }
 // ANCHOR_END: store
+
+// ANCHOR: oldest_first
+/// `memories` oldest first, by when their files were last written. A file
+/// that does not say counts as older than any that does (it was written
+/// by hand, or before memories were dated); ties go by file name.
+pub fn oldest_first(mut memories: Vec<StoredMemory>) -> Vec<StoredMemory> {
+    memories.sort_by(|a, b| (a.updated, &a.file).cmp(&(b.updated, &b.file)));
+    memories
+}
+// ANCHOR_END: oldest_first

@@ -23,8 +23,11 @@ pub enum Placement {
     /// Changes rarely (once per session, or when the agent's setup
     /// changes): part of the prefix the provider caches.
     Stable,
-    /// May change on any call (a clock, `git status`): after the
-    /// breakpoint, so a change does not throw the cached prefix away.
+    /// May change on any call (a clock, `git status`): after the system
+    /// prompt's breakpoint, so a change keeps the tools and the stable
+    /// sections cached. The conversation comes after it, though, and is
+    /// stored again after every change: no section of this course is
+    /// volatile.
     Volatile,
 }
 

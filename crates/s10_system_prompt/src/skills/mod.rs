@@ -1,8 +1,9 @@
 //! Skills: knowledge the agent loads only when a task needs it.
 //!
 //! A skill is a folder with a `SKILL.md`: YAML frontmatter (`name`,
-//! `description`) and Markdown instructions, plus any reference files or
-//! scripts the instructions point to. Skills reach the model in two steps:
+//! `description`; without it, the folder's name and the file's first line)
+//! and Markdown instructions, plus any reference files or scripts the
+//! instructions point to. Skills reach the model in two steps:
 //!
 //! 1. **The catalog**, one line per skill (`- name: description`), in the
 //!    system prompt. It is built once at start-up and sent with every

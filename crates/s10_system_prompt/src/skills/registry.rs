@@ -38,13 +38,15 @@ pub const MAX_FILE_DEPTH: usize = 4;
 /// One loaded skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skill {
-    /// The name from the frontmatter: the key `load_skill` looks up.
+    /// The name from the frontmatter (the folder's name if the file has
+    /// none): the key `load_skill` looks up.
     pub name: String,
-    /// The description from the frontmatter, as written.
+    /// The description from the frontmatter, as written (the file's first
+    /// line of text if it has none).
     pub description: String,
     /// The skill's folder (canonical).
     pub dir: PathBuf,
-    /// The Markdown after the frontmatter.
+    /// The Markdown after the frontmatter (the whole file if it has none).
     pub body: String,
     /// The skill's other files, relative to `dir` with `/` separators,
     /// sorted. These, and only these, can be read with `load_skill`'s
@@ -223,8 +225,12 @@ fn read_skill(folder: &Path, manifest: &Path) -> Result<Option<Skill>, String> {
     }
     let text =
         std::fs::read_to_string(manifest).map_err(|error| format!("cannot read it: {error}"))?;
-    let (front, body) =
-        frontmatter::parse(&text).map_err(|error: FrontmatterError| error.to_string())?;
+    let folder_name = folder
+        .file_name()
+        .map(|name| name.to_string_lossy())
+        .unwrap_or_default();
+    let (front, body) = frontmatter::parse(&text, &folder_name)
+        .map_err(|error: FrontmatterError| error.to_string())?;
     let dir = folder
         .canonicalize()
         .map_err(|error| format!("cannot resolve its folder: {error}"))?;

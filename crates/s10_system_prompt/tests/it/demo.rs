@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use shared::history::validate;
 use shared::model::scripted::{Script, ScriptedModel};
-use shared::protocol::ContentBlock;
+use shared::protocol::{ContentBlock, Message, ToolResult, ToolUse};
 
 use crate::support;
 
@@ -33,6 +33,45 @@ const TABS_LINE: &str =
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).to_string()
+}
+
+/// Whether the terminal showed `line` as a tool's output. Tool output is
+/// indented by two spaces; the model's text and the `> bash: command` lines
+/// are not, so a match here was printed by a command that really ran, not
+/// by the script's text or by the echo of the script's command.
+fn tool_printed(stdout: &str, line: &str) -> bool {
+    stdout
+        .lines()
+        .any(|shown| shown.strip_prefix("  ") == Some(line))
+}
+
+/// Each tool call of `history` with the result that answers it (by id), in
+/// order: both halves of every pair.
+fn calls_and_results(history: &[Message]) -> Vec<(ToolUse, ToolResult)> {
+    let results: Vec<&ToolResult> = history
+        .iter()
+        .flat_map(|message| &message.content)
+        .filter_map(|block| match block {
+            ContentBlock::ToolResult(result) => Some(result),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results.len(),
+        history.iter().flat_map(Message::tool_uses).count(),
+        "one result per call"
+    );
+    history
+        .iter()
+        .flat_map(Message::tool_uses)
+        .map(|call| {
+            let result = results
+                .iter()
+                .find(|result| result.tool_use_id == call.id)
+                .unwrap_or_else(|| panic!("no result answers {call:?}"));
+            (call.clone(), (*result).clone())
+        })
+        .collect()
 }
 
 /// Runs the demo in `dir` and returns its standard output and error,
@@ -83,8 +122,9 @@ async fn the_demo_assembles_the_prompt_again_only_when_a_memory_is_saved() {
         ],
         "{stderr}"
     );
+    assert!(tool_printed(&stdout, "Created hello.py."), "{stdout}");
     assert!(
-        stdout.contains("hello.py is indented with tabs."),
+        tool_printed(&stdout, "hello.py is indented with tabs."),
         "{stdout}"
     );
     assert_eq!(
@@ -113,7 +153,11 @@ async fn the_demo_assembles_the_prompt_again_only_when_a_memory_is_saved() {
         "{stderr}"
     );
     assert!(
-        stdout.contains("hello.py already exists; leaving it as it is."),
+        tool_printed(&stdout, "hello.py already exists; leaving it as it is."),
+        "{stdout}"
+    );
+    assert!(
+        tool_printed(&stdout, "hello.py is indented with tabs."),
         "{stdout}"
     );
     assert_eq!(
@@ -144,17 +188,18 @@ async fn the_demo_answers_one_prompt_in_the_workdir_it_is_given() {
         output.status.success(),
         "stdout: {stdout}\nstderr: {stderr}"
     );
-    assert!(
-        stdout.contains("There is no memory section yet"),
-        "{stdout}"
-    );
+    // The prompt was assembled without a memory section, and the turn's
+    // extraction saved one.
     assert_eq!(
         prompt_and_memory_lines(&stderr),
         [ASSEMBLED, EXTRACTED],
         "{stderr}"
     );
     // Memory works in the workdir, not in the current directory.
-    assert!(workdir.path().join(".memory/MEMORY.md").is_file());
+    assert_eq!(
+        fs::read_to_string(workdir.path().join(".memory/MEMORY.md")).unwrap(),
+        format!("{TABS_LINE}\n")
+    );
     assert!(!cwd.path().join(".memory").exists());
 }
 
@@ -179,11 +224,31 @@ async fn the_demo_script_sends_the_same_prompt_bytes_until_a_memory_is_saved() {
 
     assert_eq!(model.remaining(), 0);
     validate(&history).unwrap();
-    for block in history.iter().flat_map(|message| &message.content) {
-        if let ContentBlock::ToolResult(result) = block {
-            assert!(!result.is_error, "{}", result.text());
-        }
+    // The two bash calls ran, each answered by its real output: the file
+    // made, then the check that it is indented with tabs.
+    let pairs = calls_and_results(&history);
+    assert_eq!(pairs.len(), 2, "{pairs:?}");
+    for (call, result) in &pairs {
+        assert_eq!(call.name, "bash");
+        assert!(!result.is_error, "{}", result.text());
     }
+    assert!(
+        pairs[0].0.input["command"]
+            .as_str()
+            .unwrap()
+            .contains("> hello.py")
+    );
+    assert_eq!(pairs[0].1.text().trim_end(), "Created hello.py.");
+    assert!(
+        pairs[1].0.input["command"]
+            .as_str()
+            .unwrap()
+            .starts_with("if grep -q")
+    );
+    assert_eq!(
+        pairs[1].1.text().trim_end(),
+        "hello.py is indented with tabs."
+    );
     // Turn 1: one request; turn 2: three; turn 3: one. Memory's recall
     // and extraction are side queries, apart from these.
     let requests = model.requests();

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use lesson::compact::reactive::reactive_cut;
 use lesson::compact::summary::{self, replace_prefix};
-use lesson::compact::{CompactConfig, Compactor, SummaryOutcome, budget, micro, snip};
+use lesson::compact::{self, CompactConfig, Compactor, SummaryOutcome, budget, micro, snip};
 use serde_json::json;
 use shared::history::validate;
 use shared::model::scripted::{Reply, ScriptedError, ScriptedModel, SideRule};
@@ -116,7 +116,11 @@ fn random_history(rng: &mut Rng, case: u64) -> Vec<Message> {
 }
 
 fn random_config(rng: &mut Rng) -> CompactConfig {
-    CompactConfig {
+    // The batch marks come from a generator of their own, seeded from the
+    // main one's state without advancing it, so the histories and the other
+    // settings are the same cases as before the marks existed.
+    let mut marks = Rng::new(rng.0);
+    let config = CompactConfig {
         tool_result_budget_chars: 1 + rng.below(8_000),
         preview_chars: rng.below(500),
         max_messages: 1 + rng.below(60),
@@ -126,6 +130,13 @@ fn random_config(rng: &mut Rng) -> CompactConfig {
         threshold_tokens: 1 + rng.below(10_000),
         reactive_keep_messages: rng.below(8),
         ..CompactConfig::default()
+    };
+    // A low mark from half the high one to above it (which means the high
+    // one), and a batch of nothing (the course's behaviour) to 20,000.
+    CompactConfig {
+        snip_to_messages: (config.max_messages / 2).max(1) + marks.below(config.max_messages),
+        micro_batch_chars: marks.below(3) * marks.below(10_000),
+        ..config
     }
 }
 
@@ -180,6 +191,7 @@ fn no_cheap_layer_ever_breaks_a_pair_and_the_task_survives_snipping() {
     let mut snipped_cases = 0;
     let mut saved_cases = 0;
     let mut cleared_cases = 0;
+    let mut batched_cases = 0;
     let cases = cases();
     for case in 0..cases {
         let original = random_history(&mut rng, case);
@@ -245,19 +257,44 @@ fn no_cheap_layer_ever_breaks_a_pair_and_the_task_survives_snipping() {
         );
         cleared_cases += usize::from(cleared > 0);
 
+        // Layers 2 and 3 in batches: nothing until one is due, then both
+        // all at once.
+        let mut history = original.clone();
+        let (dropped, _) = compact::batch(&mut history, &config);
+        check(&history, case, "batch");
+        check_first_message(&original[0], &history[0], case, "batch");
+        assert_eq!(history.len() + dropped, original.len(), "case {case}");
+        let mut at_once = original.clone();
+        snip::snip(
+            &mut at_once,
+            config.snip_to_messages.min(config.max_messages),
+            config.keep_head_messages,
+        );
+        micro::micro_compact(
+            &mut at_once,
+            config.keep_recent_tool_results,
+            config.min_clear_chars,
+        );
+        let due = original.len() > config.max_messages
+            || micro::pending_chars(
+                &original,
+                config.keep_recent_tool_results,
+                config.min_clear_chars,
+            ) > config.micro_batch_chars;
+        if due {
+            assert_eq!(history, at_once, "case {case}: a batch does all at once");
+        } else {
+            assert_eq!(history, original, "case {case}: a batch before it is due");
+        }
+        batched_cases += usize::from(due && history != original);
+
         // All three, in the pipeline's order.
         let mut history = original.clone();
         budget::apply(&mut history, dir.path(), &config);
         check(&history, case, "pipeline: budget");
-        snip::snip(&mut history, config.max_messages, config.keep_head_messages);
-        check(&history, case, "pipeline: snip");
-        check_first_message(&original[0], &history[0], case, "pipeline: snip");
-        micro::micro_compact(
-            &mut history,
-            config.keep_recent_tool_results,
-            config.min_clear_chars,
-        );
-        check(&history, case, "pipeline: micro");
+        compact::batch(&mut history, &config);
+        check(&history, case, "pipeline: snip and micro");
+        check_first_message(&original[0], &history[0], case, "pipeline: snip and micro");
         check_first_message(&original[0], &history[0], case, "pipeline: micro");
         // Every call that is kept is still answered (validate), and no call
         // appears that was not there.
@@ -285,6 +322,7 @@ fn no_cheap_layer_ever_breaks_a_pair_and_the_task_survives_snipping() {
     assert!(snipped_cases > enough, "{snipped_cases}");
     assert!(saved_cases > enough, "{saved_cases}");
     assert!(cleared_cases > enough, "{cleared_cases}");
+    assert!(batched_cases > enough, "{batched_cases}");
 }
 
 /// The model of the second test: it offers no turn replies (the compactor

@@ -2,14 +2,15 @@
 //! token estimate, layer 1 (the tool-result budget, which moves the largest
 //! new results to disk), layer 2 (snip, which drops the middle of a long
 //! history between whole rounds) and layer 3 (micro-compact, which clears
-//! old results but keeps their blocks). No model and no agent: these are
-//! plain functions over a history.
+//! old results but keeps their blocks), each also as the pipeline runs it,
+//! in batches that leave the history to grow only at its end in between.
+//! No model and no agent: these are plain functions over a history.
 
 use lesson::compact::budget::{self, saved_path};
 use lesson::compact::estimate::{chars, estimate_tokens};
 use lesson::compact::micro::{self, PLACEHOLDER};
-use lesson::compact::snip::{self, marker_count};
-use lesson::compact::{CompactConfig, files};
+use lesson::compact::snip::{self, NOTE};
+use lesson::compact::{self, CompactConfig, files};
 use serde_json::json;
 use shared::history::validate;
 use shared::protocol::{ContentBlock, Message, Role, ToolResult, ToolUse};
@@ -238,20 +239,27 @@ fn past_the_limit_the_middle_goes_between_whole_rounds() {
     assert_eq!(history[0], original[0]);
     assert_eq!(history[1], original[1]);
     assert_eq!(history[2].content[0], original[2].content[0]);
-    assert_eq!(
-        history[2].content.last(),
-        Some(&ContentBlock::text(snip::marker(dropped)))
-    );
+    assert_eq!(history[2].content.last(), Some(&ContentBlock::text(NOTE)));
     // The tail: the newest messages, unchanged, starting with a round.
     assert_eq!(history[3].role, Role::Assistant);
     let tail = history.len() - 3;
     assert_eq!(history[3..], original[original.len() - tail..]);
 }
 
+/// The notes a history holds.
+fn notes(history: &[Message]) -> usize {
+    history
+        .iter()
+        .flat_map(|message| &message.content)
+        .filter(|block| matches!(block, ContentBlock::Text { text, .. } if text == NOTE))
+        .count()
+}
+
 #[test]
-fn repeated_snips_keep_one_note_with_the_running_count() {
+fn repeated_snips_keep_one_note_and_never_change_the_head() {
     let mut history = rounds(30, 10);
     let first = snip::snip(&mut history, 50, 3);
+    let head = history[..3].to_vec();
     // Two more rounds arrive, then the next call snips again.
     for round in 100..102 {
         let id = format!("toolu_{round}");
@@ -261,15 +269,132 @@ fn repeated_snips_keep_one_note_with_the_running_count() {
     let second = snip::snip(&mut history, 50, 3);
     validate(&history).unwrap();
     assert!(first > 0 && second > 0);
-    let notes: Vec<usize> = history
-        .iter()
-        .flat_map(|message| &message.content)
-        .filter_map(|block| match block {
-            ContentBlock::Text { text, .. } => marker_count(text),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(notes, [first + second]);
+    assert_eq!(notes(&history), 1);
+    assert_eq!(
+        history[..3],
+        head,
+        "the head, note included, is the same bytes"
+    );
+}
+
+/// Appends one round whose result is `size` characters, as the loop does.
+fn push_round(history: &mut Vec<Message>, round: usize, size: usize) {
+    let id = format!("toolu_{round:03}");
+    history.push(assistant(vec![ContentBlock::text("next"), call(&id)]));
+    history.push(user(vec![result(&id, &"r".repeat(size))]));
+}
+
+#[test]
+fn snip_waits_for_the_high_mark_then_cuts_to_the_low_one_and_the_history_only_grows_between() {
+    let config = config();
+    let mut history = rounds(1, 10);
+    let mut snips = Vec::new();
+    for round in 1..80 {
+        let before = history.clone();
+        push_round(&mut history, round, 10);
+        let (dropped, cleared) = compact::batch(&mut history, &config);
+        validate(&history).unwrap();
+        assert_eq!(cleared, 0, "results of 10 characters are never cleared");
+        if dropped == 0 {
+            assert!(history.len() <= 50);
+            assert!(
+                history.starts_with(&before),
+                "round {round}: between snips the history only grows"
+            );
+        } else {
+            snips.push(round);
+            assert_eq!(before.len(), 49, "round {round}: snipped early");
+            assert!(history.len() <= 25, "round {round}: {}", history.len());
+        }
+    }
+    // From 3 messages, the 24th round makes 51; from the 25 a snip leaves,
+    // 13 rounds do.
+    assert_eq!(snips, [24, 37, 50, 63, 76]);
+    assert_eq!(notes(&history), 1);
+}
+
+#[test]
+fn micro_waits_for_a_batch_then_clears_every_old_result_at_once() {
+    // No snip here: only layer 3.
+    let config = CompactConfig {
+        max_messages: 1_000,
+        snip_to_messages: 1_000,
+        ..config()
+    };
+    let mut history = rounds(1, 4_000);
+    let mut batches = Vec::new();
+    for round in 1..40 {
+        let before = history.clone();
+        push_round(&mut history, round, 4_000);
+        let (_, cleared) = compact::batch(&mut history, &config);
+        validate(&history).unwrap();
+        let full = results(&history)
+            .iter()
+            .filter(|(_, text)| text.len() == 4_000)
+            .count();
+        if cleared == 0 {
+            assert!(
+                history.starts_with(&before),
+                "round {round}: between batches the history only grows"
+            );
+        } else {
+            batches.push((round, cleared));
+            assert_eq!(full, 3, "round {round}: down to the three newest");
+        }
+        // Never more than the three newest and 16,000 characters besides.
+        assert!(full <= 3 + 4, "round {round}: {full}");
+    }
+    // Five old results of 4,000 characters are the first batch over 16,000
+    // (the newest result is unseen, and three are kept).
+    assert_eq!(batches[0], (7, 5), "{batches:?}");
+    assert!(
+        batches.iter().all(|&(_, cleared)| cleared == 5),
+        "{batches:?}"
+    );
+    assert_eq!(batches.len(), 7);
+    // A placeholder, once written, never changes.
+    let placeholders = results(&history)
+        .into_iter()
+        .filter(|(_, text)| text == PLACEHOLDER)
+        .count();
+    assert_eq!(placeholders, 5 * batches.len());
+}
+
+#[test]
+fn when_one_layer_is_due_both_do_all_they_can() {
+    let config = config();
+    // 45 messages, under the limit, but 19 old results of 1,000 characters,
+    // over the batch: the snip comes along.
+    let mut history = rounds(22, 1_000);
+    let (dropped, cleared) = compact::batch(&mut history, &config);
+    validate(&history).unwrap();
+    assert!(dropped > 0 && history.len() <= 25, "{}", history.len());
+    assert_eq!(cleared, results(&history).len() - 3);
+    // 51 messages of short results: the snip is due, micro-compact clears
+    // the one long old result although it is far under a batch.
+    let mut history = rounds(25, 10);
+    let id = "toolu_long";
+    history.push(assistant(vec![call(id)]));
+    history.push(user(vec![result(id, &"l".repeat(500))]));
+    for round in 200..203 {
+        push_round(&mut history, round, 10);
+    }
+    let (dropped, cleared) = compact::batch(&mut history, &config);
+    assert!(dropped > 0);
+    assert_eq!(cleared, 1);
+    // With the low mark at the high one and no batch, it is the course's
+    // pipeline: snip to the limit, then micro-compact, before every call.
+    let course = CompactConfig {
+        snip_to_messages: 80,
+        micro_batch_chars: 0,
+        ..config
+    };
+    let mut history = rounds(40, 500);
+    let mut plain = history.clone();
+    compact::batch(&mut history, &course);
+    snip::snip(&mut plain, 50, 3);
+    micro::micro_compact(&mut plain, 3, 120);
+    assert_eq!(history, plain);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The memory layer through the real loop, driven by a scripted model: the
-//! index in the system prompt, recall at the start of a turn, extraction at
-//! its end, consolidation at ten files, each with its failure paths, the
+//! index in the system prompt, recall at the start of a turn (read with the
+//! conversation before the prompt), extraction at its end, consolidation at
+//! ten files (oldest memories first), each with its failure paths, the
 //! `memory` notices that report them, and a preference that survives into
 //! a new process of the lesson binary.
 //!
@@ -13,9 +14,12 @@
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, UNIX_EPOCH};
 
 use lesson::LessonHooks;
-use lesson::memory::{Memory, MemoryStore, MemoryType};
+use lesson::memory::recall::MAX_CONTEXT_CHARS;
+use lesson::memory::{Clock, Memory, MemoryStore, MemoryType};
 use serde_json::{Value, json};
 use shared::agent::{Agent, TurnError};
 use shared::history::validate;
@@ -526,6 +530,131 @@ async fn memories_join_the_prompt_after_any_tool_results_and_only_once_per_turn(
     assert!(extraction.contains("now tabs"), "{extraction}");
 }
 
+#[tokio::test]
+async fn a_follow_up_prompt_recalls_the_memory_the_conversation_is_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let validation = Memory::new(
+        "parser-validation",
+        MemoryType::Project,
+        "How input validation is done in this codebase",
+        "Validate at the boundary and return typed errors (memory-body-77).",
+    );
+    seed(dir.path(), &[tabs(), validation]);
+    let (mut agent, model) = agent(
+        dir.path(),
+        vec![
+            Reply::text("Added validation to the parser."),
+            Reply::text("Done for the lexer too."),
+        ],
+        // Only a recall question that shows the first prompt as the
+        // conversation before the latest one names the memory. (Rules
+        // match the request as JSON, where a newline is `\n`.)
+        vec![SideRule::new(
+            "(its end):\\nUser: Add input validation to the parser module.",
+            Reply::text("[\"parser-validation\"]"),
+        )],
+    );
+    let mut history = Vec::new();
+    turn(
+        &mut agent,
+        &mut history,
+        "Add input validation to the parser module.",
+    )
+    .await;
+
+    // Not one of its words is in a memory's name or description.
+    let shown = turn(
+        &mut agent,
+        &mut history,
+        "Do the same for the other module.",
+    )
+    .await;
+
+    assert_eq!(
+        side_kinds(&model),
+        ["recall", "extract", "recall", "extract"]
+    );
+    let recalls = side_prompts(&model, "recall");
+    // The session's first request has no conversation before it.
+    assert!(
+        !recalls[0].contains("Conversation before"),
+        "{}",
+        recalls[0]
+    );
+    // The follow-up is asked about with the exchange before it, and the
+    // latest prompt marked as such.
+    assert!(
+        recalls[1].contains(
+            "Conversation before the latest request (its end):\n\
+             User: Add input validation to the parser module.\n\n\
+             Assistant: Added validation to the parser.\n\n\
+             Latest request:\nDo the same for the other module.\n\nMemories:\n"
+        ),
+        "{}",
+        recalls[1]
+    );
+    assert_eq!(
+        shown.notices_tagged("memory"),
+        ["recalled parser-validation"]
+    );
+    let texts = last_texts(&model.requests()[1]);
+    assert_eq!(texts[0], "Do the same for the other module.");
+    assert!(texts[1].contains("memory-body-77"), "{}", texts[1]);
+}
+
+#[tokio::test]
+async fn the_conversation_recall_is_shown_is_bounded_and_leaves_recalled_memories_out() {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path(), &[tabs()]);
+    let prompts = [
+        "FIRST-MARKER".to_string(),
+        format!("SECOND-START {}", "word ".repeat(3_000)),
+        format!("THIRD-START {}", "word ".repeat(3_000)),
+        "FOURTH-MARKER".to_string(),
+        "What next?".to_string(),
+    ];
+    let replies = (1..=prompts.len())
+        .map(|n| Reply::text(format!("Reply {n}.")))
+        .collect();
+    let (mut agent, model) = agent(
+        dir.path(),
+        replies,
+        vec![SideRule::new(
+            RECALL,
+            Reply::text("[\"user-prefers-tabs\"]"),
+        )],
+    );
+    let mut history = Vec::new();
+    for prompt in &prompts {
+        turn(&mut agent, &mut history, prompt).await;
+    }
+
+    let recalls = side_prompts(&model, "recall");
+    assert_eq!(recalls.len(), prompts.len());
+    let last = recalls.last().unwrap();
+    let start = last.find("(its end):\n").unwrap() + "(its end):\n".len();
+    let end = last.find("\n\nLatest request:\nWhat next?\n").unwrap();
+    let conversation = &last[start..end];
+    // Cut from the front: the end of the conversation is what the latest
+    // prompt follows.
+    assert!(conversation.starts_with('…'), "{conversation}");
+    assert!(
+        conversation.chars().count() <= MAX_CONTEXT_CHARS + 1,
+        "{}",
+        conversation.chars().count()
+    );
+    assert!(
+        conversation.ends_with("User: FOURTH-MARKER\n\nAssistant: Reply 4."),
+        "{conversation}"
+    );
+    assert!(!conversation.contains("FIRST-MARKER"), "{conversation}");
+    // The memory recalled in every turn is not shown back as conversation.
+    assert!(!conversation.contains("<memories>"), "{conversation}");
+    assert!(!conversation.contains("Indent with tabs"), "{conversation}");
+    // However long the session, the question stays small.
+    assert!(last.chars().count() < 4_000, "{}", last.chars().count());
+}
+
 // --- What memory is told the user said ----------------------------------
 
 #[tokio::test]
@@ -807,6 +936,52 @@ async fn the_tenth_file_triggers_a_consolidation_side_query() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn consolidation_sees_the_memories_oldest_first_and_the_merge_keeps_that_order() {
+    let dir = tempfile::tempdir().unwrap();
+    // The nine written in reverse name order, a day apart from
+    // 2020-01-01T00:00:00Z: fact-8 is the oldest, fact-0 the newest.
+    let days = Arc::new(AtomicU64::new(0));
+    let clock = Clock::new(move || {
+        let day = days.fetch_add(1, Ordering::SeqCst);
+        UNIX_EPOCH + Duration::from_secs(1_577_836_800 + 86_400 * day)
+    });
+    let dated = store(dir.path()).with_clock(clock);
+    for memory in nine().iter().rev() {
+        dated.write(memory).unwrap();
+    }
+
+    // The tenth, extracted now, is the newest of all. The consolidation
+    // side query's answer (the default `[]`) is refused, so the
+    // deterministic merge runs.
+    let (_, model, _) = one_turn(
+        dir.path(),
+        "one more thing",
+        vec![Reply::text("Noted.")],
+        vec![tenth()],
+    )
+    .await;
+
+    let consolidation = &side_prompts(&model, "consolidate")[0];
+    assert!(consolidation.contains("oldest first"), "{consolidation}");
+    let at = |name: &str| {
+        consolidation
+            .find(&format!("\"name\": \"{name}\""))
+            .unwrap_or_else(|| panic!("{name}: {consolidation}"))
+    };
+    let order = [8, 7, 6, 5, 4, 3, 2, 1, 0, 9].map(|n| at(&format!("fact-{n}")));
+    assert!(order.is_sorted(), "{order:?}: {consolidation}");
+    assert!(
+        consolidation.contains("\"updated\": \"2020-01-01T00:00:00Z\""),
+        "{consolidation}"
+    );
+    // In the merged user memories, too, the oldest statement comes first.
+    let merged = store(dir.path()).read("user-memories").unwrap().memory.body;
+    let position = |text: &str| merged.find(text).unwrap_or_else(|| panic!("{merged}"));
+    assert!(position("The body of fact 6.") < position("The body of fact 3."));
+    assert!(position("The body of fact 3.") < position("The body of fact 0."));
+}
+
 #[tokio::test]
 async fn below_ten_files_there_is_no_consolidation() {
     let dir = tempfile::tempdir().unwrap();
@@ -850,7 +1025,7 @@ async fn a_failed_consolidation_falls_back_to_a_lossless_merge() {
 
         let left = store(dir.path()).list();
         assert_eq!(left.len(), 4, "{failure:?}: {left:?}");
-        let text: String = left.iter().map(|s| s.memory.to_markdown()).collect();
+        let text: String = left.iter().map(|s| s.memory.body.clone() + "\n").collect();
         for n in 0..10 {
             assert!(
                 text.contains(&format!("The body of fact {n}.")),

@@ -472,15 +472,28 @@ fn the_assembler_reuses_its_prompt_until_the_key_changes_and_says_which() {
 // --- Cache breakpoints --------------------------------------------------
 
 #[tokio::test]
-async fn the_breakpoints_sit_on_the_last_system_block_and_the_last_tool() {
+async fn the_breakpoints_sit_on_the_last_system_block_the_last_tool_and_the_conversation() {
     let dir = tempfile::tempdir().unwrap();
     let (mut agent, model) = new_agent(dir.path(), vec![echo("1"), Reply::text("ok")]);
-    turn(&mut agent, &mut Vec::new(), "go").await;
+    let mut history = Vec::new();
+    turn(&mut agent, &mut history, "go").await;
 
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
-    for request in requests {
-        let ephemeral = json!({"type": "ephemeral"});
+    // The end of the conversation, and the end of the previous request's.
+    let ephemeral = json!({"type": "ephemeral"});
+    let first = &requests[0]["messages"];
+    assert_eq!(first[0]["content"][0]["cache_control"], ephemeral);
+    let second = &requests[1]["messages"];
+    assert_eq!(second.as_array().unwrap().len(), 3);
+    assert_eq!(second[2]["content"][0]["type"], "tool_result");
+    assert_eq!(second[2]["content"][0]["cache_control"], ephemeral);
+    assert_eq!(second[0]["content"][0]["cache_control"], ephemeral);
+    assert!(!second[1].to_string().contains("cache_control"));
+    // Set on the request only: the history never holds a marker.
+    let stored = serde_json::to_string(&history).unwrap();
+    assert!(!stored.contains("cache_control"), "{stored}");
+    for (request, in_messages) in requests.iter().zip([1, 2]) {
         let system = request["system"].as_array().unwrap();
         assert_eq!(system.len(), 1);
         assert_eq!(system[0]["cache_control"], ephemeral);
@@ -495,7 +508,7 @@ async fn the_breakpoints_sit_on_the_last_system_block_and_the_last_tool() {
         );
         // The API allows four breakpoints per request.
         let count = request.to_string().matches("\"cache_control\"").count();
-        assert_eq!(count, 2, "{request}");
+        assert_eq!(count, 2 + in_messages, "{request}");
     }
 }
 
@@ -596,6 +609,17 @@ async fn over_the_wire_the_prefix_is_marked_for_caching_and_sent_unchanged() {
     assert_eq!(received.len(), 3);
     assert!(received[2].json().get("tools").is_none());
     assert_eq!(raw_system(&received[0].body), raw_system(&received[1].body));
+    // The messages grow at the end only: the second request starts with the
+    // first one's, then sends the call back with its real result.
+    let messages = |index: usize| received[index].json()["messages"].clone();
+    let (before, after) = (messages(0), messages(1));
+    let after = after.as_array().unwrap();
+    assert_eq!(after.len(), 3);
+    assert_eq!(after[0], before[0]);
+    assert_eq!(after[1]["content"][0], bash_call("toolu_1", "echo hi"));
+    let result = &after[2]["content"][0];
+    assert_eq!(result["tool_use_id"], "toolu_1");
+    assert_eq!(result["content"].as_str().unwrap().trim_end(), "hi");
     let first = received[0].json();
     let ephemeral = json!({"type": "ephemeral"});
     assert_eq!(first["system"][0]["cache_control"], ephemeral);
@@ -608,7 +632,12 @@ async fn over_the_wire_the_prefix_is_marked_for_caching_and_sent_unchanged() {
             .iter()
             .all(|tool| tool.get("cache_control").is_none())
     );
-    assert_eq!(received[0].body.matches("\"cache_control\"").count(), 2);
+    // And the end of the conversation, the prompt so far.
+    assert_eq!(
+        first["messages"][0]["content"][0]["cache_control"],
+        ephemeral
+    );
+    assert_eq!(received[0].body.matches("\"cache_control\"").count(), 3);
     // The tools section names exactly the tools the request offers.
     let mut names: Vec<&str> = tools
         .iter()
@@ -624,7 +653,7 @@ async fn over_the_wire_the_prefix_is_marked_for_caching_and_sent_unchanged() {
 }
 
 #[tokio::test]
-async fn with_v_the_cache_figures_the_api_reports_are_logged() {
+async fn with_v_the_cache_figures_the_api_reports_are_logged_and_p_sums_them_up() {
     let dir = tempfile::tempdir().unwrap();
     // A reply whose usage says most of the prompt came from the cache.
     let body = anthropic_stream(&[json!({"type": "text", "text": "hi"})], "end_turn").replace(
@@ -643,20 +672,33 @@ async fn with_v_the_cache_figures_the_api_reports_are_logged() {
 
     let stderr = text(&output.stderr);
     assert!(output.status.success(), "{stderr}");
+    let figures =
+        "1,846 input tokens (1,834 read from cache, 0 written to it, 12 uncached), 5 output tokens";
     assert!(
-        stderr.contains("prompt cache: read 1834 tokens, wrote 0, 12 input tokens uncached"),
+        stderr.contains(&format!("model call usage: {figures}")),
         "{stderr}"
     );
     assert_eq!(server.received().len(), 2);
+    // The `-p` run ends with the turn's sum, here one call.
+    assert_eq!(
+        stderr.lines().last(),
+        Some(format!("usage: {figures}").as_str()),
+        "{stderr}"
+    );
 
-    // Without -v, the figures are not shown.
+    // Without -v, only the sum at the end.
     let server = FakeServer::start(vec![text_reply("hi"), text_reply("[]")])
         .await
         .unwrap();
     let output = run_against(dir.path(), &server, &[]).await;
     let stderr = text(&output.stderr);
     assert!(output.status.success(), "{stderr}");
-    assert!(!stderr.contains("prompt cache:"), "{stderr}");
+    assert!(!stderr.contains("model call"), "{stderr}");
+    assert_eq!(
+        stderr.lines().last(),
+        Some("usage: 10 input tokens, 5 output tokens"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]

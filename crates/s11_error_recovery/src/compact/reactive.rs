@@ -78,7 +78,7 @@ impl Compactor {
                     ));
                     return ReactiveOutcome::Summarised { transcript };
                 }
-                Err(error) => self.record_failure(&error.to_string()),
+                Err(error) => self.summary_failed(&error),
             }
         }
         let dropped = snip::snip(history, keep + 1, 1);

@@ -5,6 +5,15 @@
 //! head — the first messages, which hold the task — and the most recent
 //! messages, which hold the work in progress.
 //!
+//! The pipeline snips in batches ([`super::batch`]): once over the limit,
+//! it cuts down to
+//! [`CompactConfig::snip_to_messages`](super::config::CompactConfig), well
+//! under it, so the history then grows only at its end for many rounds. A
+//! snip on every call past the limit would change the history right after
+//! its head on every call, and the provider's prompt cache, which reuses
+//! only an unchanged start of the request, would never get past the head
+//! (chapter 10).
+//!
 //! Where to cut is the whole difficulty. A `tool_use` and its
 //! `tool_result` live in two messages (an assistant message and the user
 //! message after it), and the API refuses a history that keeps one without
@@ -13,27 +22,16 @@
 //! message.** A round (assistant message, then the user message that
 //! answers it) is then either kept whole or dropped whole; the head ends
 //! with a user message and the tail starts with an assistant message, so the
-//! roles still alternate across the gap. A short note saying how much was
-//! dropped joins the last message of the head, after anything it holds, so
-//! it never stands between a `tool_use` and its results.
+//! roles still alternate across the gap. A short note saying that messages
+//! were dropped joins the last message of the head, after anything it
+//! holds, so it never stands between a `tool_use` and its results.
 
 use shared::protocol::{ContentBlock, Message, Role};
 
-const MARKER_PREFIX: &str = "[";
-const MARKER_SUFFIX: &str = " earlier messages snipped from the middle of the conversation]";
-
-/// The note that replaces `count` dropped messages.
-pub fn marker(count: usize) -> String {
-    format!("{MARKER_PREFIX}{count}{MARKER_SUFFIX}")
-}
-
-/// How many messages a note says were dropped, if `text` is such a note.
-pub fn marker_count(text: &str) -> Option<usize> {
-    text.strip_prefix(MARKER_PREFIX)?
-        .strip_suffix(MARKER_SUFFIX)?
-        .parse()
-        .ok()
-}
+/// The note left where messages were dropped. It is written once and never
+/// changed: a later snip finds it and leaves it as it is (the count of each
+/// snip goes into its notice instead), so the head stays the same bytes.
+pub const NOTE: &str = "[Earlier messages were snipped from the middle of the conversation here.]";
 
 // ANCHOR: snip
 /// Drops the middle of `history` if it holds more than `max_messages`,
@@ -73,32 +71,19 @@ pub fn snip(history: &mut Vec<Message>, max_messages: usize, keep_head: usize) -
 
     let dropped = tail_start - head_end;
     history.drain(head_end..tail_start);
-    add_marker(&mut history[head_end - 1], dropped);
+    add_note(&mut history[head_end - 1]);
     dropped
 }
 // ANCHOR_END: snip
 
-/// Adds the note to `message`, or, when an earlier snip already left one
-/// there, raises its count, so repeated snips leave one note.
-fn add_marker(message: &mut Message, dropped: usize) {
-    for block in &mut message.content {
-        if let ContentBlock::Text { text, .. } = block
-            && let Some(earlier) = marker_count(text)
-        {
-            *text = marker(earlier + dropped);
-            return;
-        }
-    }
-    message.content.push(ContentBlock::text(marker(dropped)));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn markers_round_trip() {
-        assert_eq!(marker_count(&marker(12)), Some(12));
-        assert_eq!(marker_count("[12 apples]"), None);
+/// Adds the note to `message`, unless an earlier snip already left it
+/// there: repeated snips leave one note, unchanged.
+fn add_note(message: &mut Message) {
+    let noted = message
+        .content
+        .iter()
+        .any(|block| matches!(block, ContentBlock::Text { text, .. } if text == NOTE));
+    if !noted {
+        message.content.push(ContentBlock::text(NOTE));
     }
 }

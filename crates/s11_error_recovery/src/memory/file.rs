@@ -1,22 +1,29 @@
 //! One memory file: what it holds, how its name becomes a file name, and
 //! how it is written and read.
 //!
-//! A memory file is a small frontmatter block followed by the body:
+//! A memory file is a small YAML frontmatter block followed by the body:
 //!
 //! ```text
 //! ---
 //! name: user-prefers-tabs
 //! description: User prefers tabs over spaces for indentation
 //! type: user
+//! updated: 2025-03-14T09:26:53Z
 //! ---
 //!
 //! Indent with tabs, never spaces, in every file.
 //! ```
 //!
-//! The frontmatter is our own format, always one `key: value` per line, so
-//! it is parsed by hand rather than with a YAML library (see the chapter).
+//! [`frontmatter`](super::frontmatter) reads and writes the block; this
+//! module says what the fields mean. `updated` is when the harness last
+//! wrote the file; a file without it (written by hand, or before memories
+//! were dated) still loads, and counts as older than every dated one.
 
 use std::fmt;
+
+pub use super::frontmatter::ParseError;
+use super::frontmatter::{self, Fields};
+use super::timestamp::Timestamp;
 
 /// The store's directory, relative to the workspace.
 pub const MEMORY_DIR: &str = ".memory";
@@ -83,11 +90,13 @@ pub struct Memory {
 }
 
 /// A memory as found on disk, with the file it came from (`name.md`,
-/// relative to the store's directory).
+/// relative to the store's directory) and when that file was last written
+/// (`None` if it does not say).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredMemory {
     pub file: String,
     pub memory: Memory,
+    pub updated: Option<Timestamp>,
 }
 // ANCHOR_END: types
 
@@ -137,7 +146,7 @@ fn fnv1a(text: &str) -> u32 {
 }
 // ANCHOR_END: slug
 
-/// Puts a value on one line: the frontmatter has no multi-line values.
+/// Puts a value on one line: the harness writes no multi-line values.
 pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -160,91 +169,50 @@ impl Memory {
         format!("{}.md", slug(&self.name))
     }
 
-    /// The file's contents.
-    pub fn to_markdown(&self) -> String {
-        format!(
-            "---\nname: {}\ndescription: {}\ntype: {}\n---\n\n{}\n",
-            one_line(&self.name),
-            one_line(&self.description),
-            self.kind,
-            self.body.trim()
-        )
+    /// The file's contents, dated `updated`.
+    pub fn to_markdown(&self, updated: Timestamp) -> String {
+        let front = frontmatter::write(&[
+            ("name", &one_line(&self.name)),
+            ("description", &one_line(&self.description)),
+            ("type", self.kind.as_str()),
+            ("updated", &updated.to_string()),
+        ]);
+        format!("---\n{front}---\n\n{}\n", self.body.trim())
     }
 
-    /// Reads a memory file's contents.
-    pub fn parse(text: &str) -> Result<Self, ParseError> {
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let mut lines = text.lines().enumerate();
-        match lines.next() {
-            Some((_, first)) if first.trim_end() == "---" => {}
-            _ => return Err(ParseError::NoFrontmatter),
-        }
-        let (mut name, mut description, mut kind) = (None, None, None);
-        let mut closed = false;
-        for (number, line) in lines.by_ref() {
-            if line.trim_end() == "---" {
-                closed = true;
-                break;
-            }
-            if line.trim().is_empty() || line.trim_start().starts_with('#') {
-                continue;
-            }
-            let Some((key, value)) = line.split_once(':') else {
-                return Err(ParseError::NotKeyValue(number + 1));
-            };
-            let value = unquote(value.trim()).to_string();
-            match key.trim() {
-                "name" => name = Some(value),
-                "description" => description = Some(value),
-                "type" => {
-                    kind = Some(MemoryType::parse(&value).ok_or(ParseError::UnknownType(value))?)
-                }
-                // Other keys (a hand-written `tags:`, say) are ignored.
-                _ => {}
-            }
-        }
-        if !closed {
-            return Err(ParseError::Unclosed);
-        }
-        let body: Vec<&str> = lines.map(|(_, line)| line).collect();
+    /// Reads a memory file's contents: the memory, and when it was written
+    /// (`None` when the file has no `updated` field, or one that is not a
+    /// time: such a file is read all the same).
+    pub fn parse(text: &str) -> Result<(Self, Option<Timestamp>), ParseError> {
+        let (yaml, body) = frontmatter::split(text)?;
+        let Fields {
+            name,
+            description,
+            kind,
+            updated,
+        } = frontmatter::read(yaml)?;
         let required = |field: Option<String>, key| match field {
-            Some(value) if !value.is_empty() => Ok(value),
+            Some(value) if !value.trim().is_empty() => Ok(value),
             _ => Err(ParseError::Missing(key)),
         };
-        Ok(Self {
+        let kind = required(kind, "type")?;
+        let kind = MemoryType::parse(&kind).ok_or(ParseError::UnknownType(kind))?;
+        let memory = Self {
             name: required(name, "name")?,
-            description: required(description, "description")?,
-            kind: kind.ok_or(ParseError::Missing("type"))?,
-            body: body.join("\n").trim().to_string(),
-        })
+            // A description written over several lines is one line here,
+            // as in the index.
+            description: one_line(&required(description, "description")?),
+            kind,
+            // `lines` drops the `\r` of Windows line endings.
+            body: body
+                .lines()
+                .collect::<Vec<_>>()
+                .join("\n")
+                .trim()
+                .to_string(),
+        };
+        let updated = updated.as_deref().and_then(Timestamp::parse);
+        Ok((memory, updated))
     }
-}
-
-/// `"text"` or `'text'` → `text`: hand-written files may quote values.
-fn unquote(value: &str) -> &str {
-    for quote in ['"', '\''] {
-        if let Some(inner) = value
-            .strip_prefix(quote)
-            .and_then(|rest| rest.strip_suffix(quote))
-        {
-            return inner;
-        }
-    }
-    value
-}
-
-/// Why a memory file could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParseError {
-    #[error("it does not start with a `---` frontmatter line")]
-    NoFrontmatter,
-    #[error("its frontmatter has no closing `---` line")]
-    Unclosed,
-    #[error("line {0} of its frontmatter is not `key: value`")]
-    NotKeyValue(usize),
-    #[error("its frontmatter has no `{0}`")]
-    Missing(&'static str),
-    #[error("unknown type {0:?} (use one of user, feedback, project, reference)")]
-    UnknownType(String),
 }
 // ANCHOR_END: format

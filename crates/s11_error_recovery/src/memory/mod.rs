@@ -5,28 +5,34 @@
 //! module keeps a layer that neither touches: `.memory/` in the workspace.
 //!
 //! * [`file`](mod@file): one memory as a Markdown file with a small frontmatter,
-//!   its name slugged so that no path escapes the directory.
+//!   its name slugged so that no path escapes the directory; the
+//!   frontmatter is YAML ([`frontmatter`]) and dates the memory
+//!   ([`timestamp`]).
 //! * [`store`]: the directory, written atomically and read defensively.
 //! * [`index`]: `MEMORY.md`, one line per memory, rebuilt on every write
 //!   and put in the system prompt of every request.
 //! * [`recall`]: at the start of each turn, a side query picks up to five
-//!   memories relevant to the prompt (keywords if it fails), whose bodies
-//!   join the prompt's message in a `<memories>` block.
+//!   memories relevant to the prompt, read with the conversation before it
+//!   (keywords if it fails), whose bodies join the prompt's message in a
+//!   `<memories>` block.
 //! * [`extract`]: when the turn ends, a side query pulls durable facts out
 //!   of the dialogue; new ones are written, known ones are not.
 //! * [`consolidate`]: at ten files, a side query merges and prunes the
-//!   store (a lossless deterministic merge if it fails).
+//!   store, oldest memories first, the newer statement winning (a lossless
+//!   deterministic merge if it fails).
 //!
 //! [`MemorySystem`] ties them to the lesson's hooks.
 
 pub mod consolidate;
 pub mod extract;
 pub mod file;
+pub mod frontmatter;
 pub mod index;
 pub mod recall;
 pub mod report;
 pub mod side_query;
 pub mod store;
+pub mod timestamp;
 
 use std::fs;
 
@@ -40,6 +46,7 @@ pub use file::{Memory, MemoryType, StoredMemory};
 use recall::Source;
 use side_query::SideQuery;
 pub use store::MemoryStore;
+pub use timestamp::{Clock, Timestamp};
 
 // ANCHOR: system
 /// The memory layer of one agent: its store, and the model it asks its
@@ -114,7 +121,8 @@ impl MemorySystem {
     }
 
     /// `before_model_call`: on the first call of a turn, chooses the
-    /// memories relevant to the prompt and appends them, as one
+    /// memories relevant to the prompt, read with the conversation before
+    /// it, and appends them, as one
     /// `<memories>` text block, to the message that holds the prompt — the
     /// last message, and after anything it already holds, so any
     /// `tool_result` blocks there stay first. Later calls of the turn do
@@ -126,7 +134,9 @@ impl MemorySystem {
         if history.last().map(|message| message.role) != Some(Role::User) {
             return;
         }
-        let Some(recalled) = recall::recall(&self.side, &self.store, &prompt).await else {
+        let conversation = recall::conversation_before_prompt(history);
+        let Some(recalled) = recall::recall(&self.side, &self.store, &prompt, &conversation).await
+        else {
             return;
         };
         let names: Vec<&str> = recalled

@@ -2,14 +2,18 @@
 //!
 //! The index in the system prompt only says what exists. To bring the
 //! bodies of the relevant memories into the context, a side query shows
-//! the model the catalogue (name, type, description) and the prompt, and
-//! asks for the names worth loading — at most [`MAX_RECALLED`]. If that
-//! call fails, or its answer cannot be read, simple keyword matching on
-//! the names and descriptions picks instead, so a flaky model costs
-//! precision, never the memories themselves.
+//! the model the catalogue (name, type, description), the end of the
+//! conversation so far and the prompt, and asks for the names worth
+//! loading — at most [`MAX_RECALLED`]. The conversation is there because a
+//! prompt often means nothing alone: "do the same for the other module" is
+//! about whatever came before it. If that call fails, or its answer cannot
+//! be read, simple keyword matching on the names and descriptions picks
+//! instead, so a flaky model costs precision, never the memories themselves.
 
+use shared::protocol::Message;
 use shared::text::truncate_chars;
 
+use super::extract::format_recent;
 use super::file::{StoredMemory, one_line, slug};
 use super::side_query::{SideQuery, find_json_array};
 use super::store::{MEMORY_DIR, MemoryStore};
@@ -24,11 +28,28 @@ pub const RECALL_MAX_TOKENS: u32 = 300;
 pub const MAX_BODY_CHARS: usize = 4_000;
 
 /// The prompt is cut to this many characters in the side query.
-const MAX_PROMPT_CHARS: usize = 4_000;
+pub const MAX_PROMPT_CHARS: usize = 4_000;
+
+/// How many messages before the prompt the side query is shown: the last
+/// few exchanges, which is what a follow-up prompt refers to.
+pub const CONTEXT_MESSAGES: usize = 6;
+
+/// Those messages are cut to their last this many characters, so the
+/// question stays small however long the session is.
+pub const MAX_CONTEXT_CHARS: usize = 3_000;
 
 // ANCHOR: prompt
-/// The side query's question.
-pub fn selection_prompt(prompt: &str, memories: &[StoredMemory]) -> String {
+/// The conversation before the latest prompt, for the side query: the last
+/// [`CONTEXT_MESSAGES`] messages before the one that holds the prompt, as
+/// plain dialogue (see [`format_recent`]), at most [`MAX_CONTEXT_CHARS`].
+pub fn conversation_before_prompt(history: &[Message]) -> String {
+    let before = &history[..history.len().saturating_sub(1)];
+    format_recent(before, CONTEXT_MESSAGES, MAX_CONTEXT_CHARS)
+}
+
+/// The side query's question. `conversation` is what came before the
+/// prompt (empty in a session's first turn).
+pub fn selection_prompt(prompt: &str, conversation: &str, memories: &[StoredMemory]) -> String {
     let catalogue: Vec<String> = memories
         .iter()
         .map(|stored| {
@@ -40,11 +61,18 @@ pub fn selection_prompt(prompt: &str, memories: &[StoredMemory]) -> String {
             )
         })
         .collect();
+    let conversation = if conversation.is_empty() {
+        String::new()
+    } else {
+        format!("Conversation before the latest request (its end):\n{conversation}\n\n")
+    };
     format!(
-        "Which of these saved memories are relevant to the user's latest request? \
-         Answer with a JSON array of their names, most relevant first, at most \
-         {MAX_RECALLED}, for example [\"user-prefers-tabs\"]. Answer [] if none is.\n\n\
-         Latest request:\n{}\n\nMemories:\n{}",
+        "Which of these saved memories are relevant to the user's latest request? Read the \
+         request in the light of the conversation before it, if there is one: \"do the same \
+         for the other module\" is about what was said earlier. Answer with a JSON array of \
+         their names, most relevant first, at most {MAX_RECALLED}, for example \
+         [\"user-prefers-tabs\"]. Answer [] if none is.\n\n\
+         {conversation}Latest request:\n{}\n\nMemories:\n{}",
         truncate_chars(prompt, MAX_PROMPT_CHARS),
         catalogue.join("\n")
     )
@@ -181,16 +209,21 @@ pub struct Recalled {
     pub source: Source,
 }
 
-/// Chooses the memories to load for `prompt`. Returns `None` without
-/// asking the model anything when the store is empty.
-pub async fn recall(side: &SideQuery, store: &MemoryStore, prompt: &str) -> Option<Recalled> {
+/// Chooses the memories to load for `prompt`, which follows
+/// `conversation` (see [`conversation_before_prompt`]). Returns `None`
+/// without asking the model anything when the store is empty.
+pub async fn recall(
+    side: &SideQuery,
+    store: &MemoryStore,
+    prompt: &str,
+    conversation: &str,
+) -> Option<Recalled> {
     let memories = store.list();
     if memories.is_empty() {
         return None;
     }
-    let answer = side
-        .ask(&selection_prompt(prompt, &memories), RECALL_MAX_TOKENS)
-        .await;
+    let question = selection_prompt(prompt, conversation, &memories);
+    let answer = side.ask(&question, RECALL_MAX_TOKENS).await;
     let (indices, source) = match answer {
         Ok(text) => match parse_selection(&text, &memories) {
             Some(indices) => (indices, Source::SideQuery),

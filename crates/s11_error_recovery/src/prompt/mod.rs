@@ -21,14 +21,18 @@
 //! ```
 //!
 //! Start reading at [`section`], then [`assemble`](mod@assemble), then
-//! [`sources`], the sections this lesson builds from its state. [`usage`]
-//! logs what the provider says it did with the cached prefix.
+//! [`sources`], the sections this lesson builds from its state.
+//! [`breakpoints`] marks the conversation for the cache as each request
+//! goes out, and [`usage`] logs what the provider says it did with the
+//! cached prefix.
 
 pub mod assemble;
+pub mod breakpoints;
 pub mod section;
 pub mod sources;
 pub mod usage;
 
 pub use assemble::{Outcome, PromptAssembler, Stats, assemble, mark_last_tool};
+pub use breakpoints::{ConversationBreakpoints, mark_conversation};
 pub use section::{Placement, PromptKey, Section};
 pub use usage::log_cache_usage;

@@ -3,19 +3,14 @@
 use shared::protocol::Usage;
 
 // ANCHOR: usage
-/// Logs (at debug level, shown with `-v`) how much of the request the
-/// provider read from its prompt cache and how much it wrote to it. Only
-/// the Anthropic API reports these figures; for other providers this says
-/// nothing.
+/// Logs (at debug level, shown with `-v`) the input tokens of one model
+/// call as the provider reported them: how much it read from its prompt
+/// cache, how much it wrote to it, and how much was neither. A provider
+/// that reports no cache figures gets the total only; one that reports
+/// nothing (the demo model), no line.
 pub fn log_cache_usage(usage: &Usage) {
-    if usage.cache_read_input_tokens.is_none() && usage.cache_creation_input_tokens.is_none() {
-        return;
+    if let Some(line) = shared::cli::usage_line(usage) {
+        tracing::debug!("model call {line}");
     }
-    let read = usage.cache_read_input_tokens.unwrap_or(0);
-    let written = usage.cache_creation_input_tokens.unwrap_or(0);
-    tracing::debug!(
-        "prompt cache: read {read} tokens, wrote {written}, {} input tokens uncached",
-        usage.input_tokens
-    );
 }
 // ANCHOR_END: usage

@@ -41,6 +41,17 @@ pub enum RecoveryEvent {
     /// The reply hit `max_tokens`: the same request goes out again with
     /// more room, and the cut reply is dropped.
     Escalated { from: u32, to: u32 },
+    /// `model` refused `max_tokens` `refused` as over its output cap:
+    /// the cap (`cap`, when the refusal stated it, else the loop's limit)
+    /// bounds its escalations for the rest of the session, and the turn goes
+    /// on with `max_tokens` `limit` — continuing the cut reply, if there is
+    /// one.
+    OutputCapped {
+        model: String,
+        refused: u32,
+        cap: Option<u32>,
+        limit: u32,
+    },
     /// The reply hit the escalated limit: it is kept and the model asked
     /// to continue.
     Continuation {
@@ -108,6 +119,27 @@ impl fmt::Display for RecoveryEvent {
                 f,
                 "reply cut off at max_tokens {from} — sending the same request again with \
                  max_tokens {to}; the cut reply is dropped and will stream again"
+            ),
+            Self::OutputCapped {
+                model,
+                refused,
+                cap: Some(cap),
+                limit,
+            } => write!(
+                f,
+                "{model} refused max_tokens {refused}: its output cap is {cap}, remembered for \
+                 this session — max_tokens {limit} for the rest of this turn"
+            ),
+            Self::OutputCapped {
+                model,
+                refused,
+                cap: None,
+                limit,
+            } => write!(
+                f,
+                "{model} refused max_tokens {refused} without stating its output cap — no \
+                 more escalations for it this session, max_tokens {limit} for the rest of \
+                 this turn"
             ),
             Self::Continuation {
                 number,

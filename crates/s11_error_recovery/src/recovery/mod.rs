@@ -6,6 +6,8 @@
 //! ```text
 //! call_model ─► Recovery::send ─┬─ reply cut at max_tokens ─► once: same request, max_tokens 64000
 //!   (the loop's calls only)     │                             then: keep it, "continue" (≤ 3 a turn)
+//!                               ├─ 64000 over the model's ──► remember its cap; keep the cut reply,
+//!                               │  output cap (400)           "continue" with max(cap, loop's limit)
 //!                               └─ prompt too long ─────────► reactive compaction (lesson 8), once
 //!                                       │
 //! every call ─► RecoveringModel ─┬─ 429 · 529 · 5xx · network · timeout · stream cut
@@ -21,6 +23,8 @@
 //! * [`jitter`]: the small random generator behind the jitter.
 //! * [`truncation`]: what is kept of a cut-off reply, and the prompt that
 //!   asks the model to continue.
+//! * [`output_cap`]: recognising a refusal of the escalated limit, and the
+//!   cap it states.
 //! * [`events`]: the `[recovery]` notice each decision emits.
 //!
 //! Nothing here touches the loop. A failed attempt appends nothing (the
@@ -32,9 +36,11 @@ pub mod backoff;
 pub mod events;
 pub mod jitter;
 pub mod model;
+pub mod output_cap;
 pub mod policy;
 pub mod truncation;
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use shared::error::ApiError;
@@ -48,6 +54,7 @@ pub use backoff::{Delay, DelaySource};
 pub use events::RecoveryEvent;
 pub use jitter::XorShift;
 pub use model::RecoveringModel;
+pub use output_cap::Refusal;
 pub use policy::{Failure, RecoveryPolicy};
 
 /// The tag of recovery's notices.
@@ -82,6 +89,8 @@ struct TurnState {
 pub struct Recovery {
     state: Arc<Mutex<RecoveryState>>,
     turn: TurnState,
+    /// Output caps learned from refusals, by model id, for the session.
+    output_caps: BTreeMap<String, u32>,
 }
 // ANCHOR_END: state
 
@@ -103,6 +112,7 @@ impl Recovery {
                 notices,
             })),
             turn: TurnState::default(),
+            output_caps: BTreeMap::new(),
         }
     }
 
@@ -144,6 +154,12 @@ impl Recovery {
     /// Replaces the policy (the jitter keeps its sequence).
     pub fn set_policy(&mut self, policy: RecoveryPolicy) {
         self.state().policy = policy;
+    }
+
+    /// The output cap learned for `model` from a refusal this session, if
+    /// any.
+    pub fn output_cap(&self, model: &str) -> Option<u32> {
+        self.output_caps.get(model).copied()
     }
 
     fn state(&self) -> MutexGuard<'_, RecoveryState> {
@@ -223,21 +239,40 @@ impl RecoveryState {
 impl Recovery {
     /// Makes the loop's model call (through the model stack, which retries
     /// transient failures), then recovers from what needs the history: a
-    /// prompt that is too long, a reply cut off at `max_tokens`.
+    /// prompt that is too long, a reply cut off at `max_tokens`, and a model
+    /// that refuses the larger limit that reply was asked for again with.
     pub async fn send(
         &mut self,
         compactor: &mut Compactor,
         mut call: ModelCall<'_, '_>,
     ) -> Result<Response, ApiError> {
         let policy = self.policy();
-        let escalated = policy.escalated_max_tokens;
+        // The loop's own limit: the one a provider is known to accept.
+        let original = call.max_tokens;
         if self.turn.escalated {
+            let escalated = self.escalated_limit(&policy, &call.model_id);
             call.max_tokens = call.max_tokens.max(escalated);
         }
         // Reactive compaction happens at most once per call, as in lesson 8.
         let mut compacted = false;
+        // The reply cut at the loop's limit, kept while its escalated
+        // request is out, in case the model refuses the larger limit.
+        let mut cut = None;
         loop {
-            let response = match call.send().await {
+            let mut result = call.send().await;
+            if let Err(error) = &result
+                && call.max_tokens > original
+                && let Some(refusal) = output_cap::refusal(error, call.max_tokens, cut.is_some())
+            {
+                call.max_tokens = self.learn_output_cap(&call, refusal, original);
+                match cut.take() {
+                    // Handled below like a reply cut at the escalated
+                    // limit: kept, and continued.
+                    Some(response) => result = Ok(response),
+                    None => continue,
+                }
+            }
+            let response = match result {
                 Ok(response) => response,
                 Err(error @ ApiError::PromptTooLong { .. }) if !compacted => {
                     compacted = true;
@@ -258,15 +293,19 @@ impl Recovery {
             if response.stop_reason != Some(StopReason::MaxTokens) {
                 return Ok(response);
             }
+            // Asked now, since the call may have moved to the fallback model.
+            let escalated = self.escalated_limit(&policy, &call.model_id);
             if !self.turn.escalated && call.max_tokens < escalated {
                 // The cut reply is not appended: the same request goes out
-                // again with room for the whole answer.
+                // again with room for the whole answer. It is kept aside
+                // until that request is answered.
                 self.turn.escalated = true;
                 self.record(RecoveryEvent::Escalated {
                     from: call.max_tokens,
                     to: escalated,
                 });
                 call.max_tokens = escalated;
+                cut = Some(response);
                 continue;
             }
             let max = policy.max_continuations;
@@ -288,3 +327,43 @@ impl Recovery {
     }
 }
 // ANCHOR_END: send
+
+// ANCHOR: output_cap
+impl Recovery {
+    /// The `max_tokens` an escalation asks of the model `model_id` is
+    /// served by: the policy's limit for it, never above a cap it stated.
+    fn escalated_limit(&self, policy: &RecoveryPolicy, model_id: &str) -> u32 {
+        let model = self.state().model_for(model_id);
+        let limit = policy.escalated_max_tokens_for(&model);
+        self.output_caps
+            .get(&model)
+            .map_or(limit, |cap| limit.min(*cap))
+    }
+
+    /// Remembers the cap the model refused `call`'s limit with, for the
+    /// session, and returns the `max_tokens` the turn goes on with: the
+    /// stated cap if it is above the loop's `original` limit, else
+    /// `original`. Either is below the refused limit, so each refusal lowers
+    /// the limit, and none goes below `original`.
+    fn learn_output_cap(
+        &mut self,
+        call: &ModelCall<'_, '_>,
+        refusal: Refusal,
+        original: u32,
+    ) -> u32 {
+        let model = self.state().model_for(&call.model_id);
+        // Without a stated cap, the loop's limit is the most known to work.
+        let cap = refusal.cap.unwrap_or(original);
+        let known = self.output_caps.entry(model.clone()).or_insert(cap);
+        *known = (*known).min(cap);
+        let limit = cap.max(original);
+        self.record(RecoveryEvent::OutputCapped {
+            model,
+            refused: call.max_tokens,
+            cap: refusal.cap,
+            limit,
+        });
+        limit
+    }
+}
+// ANCHOR_END: output_cap

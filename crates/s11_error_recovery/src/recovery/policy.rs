@@ -2,17 +2,21 @@
 //! numbers that bound every recovery path.
 //!
 //! All the numbers live in [`RecoveryPolicy`], whose [`Default`] holds the
-//! course's values. Two come from the environment (or a `.env` file) when
+//! course's values. Three come from the environment (or a `.env` file) when
 //! set there:
 //!
-//! | variable                 | field                                | default |
-//! |--------------------------|--------------------------------------|---------|
-//! | `FALLBACK_MODEL_ID`      | [`RecoveryPolicy::fallback_model`]   | none    |
-//! | `RECOVERY_BASE_DELAY_MS` | [`RecoveryPolicy::base_delay`]       | 500     |
+//! | variable                        | field                                     | default |
+//! |---------------------------------|-------------------------------------------|---------|
+//! | `FALLBACK_MODEL_ID`             | [`RecoveryPolicy::fallback_model`]        | none    |
+//! | `RECOVERY_BASE_DELAY_MS`        | [`RecoveryPolicy::base_delay`]            | 500     |
+//! | `RECOVERY_ESCALATED_MAX_TOKENS` | [`RecoveryPolicy::escalated_max_tokens`]  | 64000   |
 //!
 //! The second exists for scripted runs and end-to-end tests, which want the
-//! real backoff path without waiting seconds for it.
+//! real backoff path without waiting seconds for it. The third is for a
+//! model or server whose output cap is below 64,000: it sets the escalated
+//! limit for every model, in place of the per-model table.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use shared::error::ApiError;
@@ -23,6 +27,8 @@ use shared::settings::{self, InvalidSetting};
 pub const ENV_FALLBACK_MODEL: &str = "FALLBACK_MODEL_ID";
 /// Overrides [`RecoveryPolicy::base_delay`], in milliseconds.
 pub const ENV_BASE_DELAY_MS: &str = "RECOVERY_BASE_DELAY_MS";
+/// Overrides [`RecoveryPolicy::escalated_max_tokens`] for every model.
+pub const ENV_ESCALATED_MAX_TOKENS: &str = "RECOVERY_ESCALATED_MAX_TOKENS";
 
 // ANCHOR: policy
 /// The bounds of every recovery path. The defaults are the course's.
@@ -47,8 +53,15 @@ pub struct RecoveryPolicy {
     pub overloads_before_fallback: usize,
     /// The model to fall back to; `None` keeps retrying the same model.
     pub fallback_model: Option<String>,
-    /// `max_tokens` for a request sent again after its reply was cut off.
+    /// `max_tokens` for a request sent again after its reply was cut off,
+    /// for a model the table below does not name.
     pub escalated_max_tokens: u32,
+    /// The escalated `max_tokens` of models whose output cap is lower: the
+    /// key is part of a model id (`claude-opus-4-1` names
+    /// `claude-opus-4-1-20250805`), and the longest key the id contains
+    /// wins. A cap the provider states when it refuses a limit is learned
+    /// too, for the rest of the session (see [`super::output_cap`]).
+    pub escalated_max_tokens_by_model: BTreeMap<String, u32>,
     /// Continuation prompts per turn once even the escalated limit is hit.
     pub max_continuations: usize,
     /// Seeds the jitter, so every delay is known in advance (tests); `None`
@@ -67,6 +80,16 @@ impl Default for RecoveryPolicy {
             overloads_before_fallback: 3,
             fallback_model: None,
             escalated_max_tokens: 64_000,
+            // Claude Opus 4 (by its dated id and its alias) and Opus 4.1
+            // write at most 32,000 tokens a reply.
+            escalated_max_tokens_by_model: [
+                ("claude-opus-4-2025", 32_000),
+                ("claude-opus-4-0", 32_000),
+                ("claude-opus-4-1", 32_000),
+            ]
+            .into_iter()
+            .map(|(model, limit)| (model.to_string(), limit))
+            .collect(),
             max_continuations: 3,
             jitter_seed: None,
         }
@@ -87,7 +110,23 @@ impl RecoveryPolicy {
         if let Some(millis) = settings::number(&lookup, ENV_BASE_DELAY_MS, 0u64)? {
             policy.base_delay = Duration::from_millis(millis);
         }
+        // One number the user chose, for whatever model they run.
+        if let Some(limit) = settings::number(&lookup, ENV_ESCALATED_MAX_TOKENS, 1u32)? {
+            policy.escalated_max_tokens = limit;
+            policy.escalated_max_tokens_by_model.clear();
+        }
         Ok(policy)
+    }
+
+    /// The escalated `max_tokens` for `model`: the longest entry of
+    /// [`Self::escalated_max_tokens_by_model`] its id contains, else
+    /// [`Self::escalated_max_tokens`].
+    pub fn escalated_max_tokens_for(&self, model: &str) -> u32 {
+        self.escalated_max_tokens_by_model
+            .iter()
+            .filter(|(key, _)| model.contains(key.as_str()))
+            .max_by_key(|(key, _)| key.len())
+            .map_or(self.escalated_max_tokens, |(_, limit)| *limit)
     }
 }
 
@@ -161,5 +200,44 @@ mod tests {
         })
         .unwrap_err();
         assert_eq!(error.variable, ENV_BASE_DELAY_MS);
+    }
+
+    #[test]
+    fn the_escalated_limit_is_chosen_per_model_and_overridden_for_all() {
+        let policy = RecoveryPolicy::default();
+        for (model, limit) in [
+            ("claude-opus-4-20250514", 32_000),
+            ("claude-opus-4-0", 32_000),
+            ("us.anthropic.claude-opus-4-1-20250805-v1:0", 32_000),
+            ("claude-opus-4-5", 64_000),
+            ("claude-sonnet-4-5", 64_000),
+            ("qwen2.5-coder", 64_000),
+        ] {
+            assert_eq!(policy.escalated_max_tokens_for(model), limit, "{model}");
+        }
+        // The longest key wins.
+        let mut table = policy.clone();
+        table
+            .escalated_max_tokens_by_model
+            .insert("claude-opus-4-1-2025".into(), 16_000);
+        assert_eq!(
+            table.escalated_max_tokens_for("claude-opus-4-1-20250805"),
+            16_000
+        );
+        assert_eq!(table.escalated_max_tokens_for("claude-opus-4-1"), 32_000);
+
+        let local = RecoveryPolicy::from_lookup(|name| {
+            (name == ENV_ESCALATED_MAX_TOKENS).then(|| "16_384".to_string())
+        })
+        .unwrap();
+        assert_eq!(local.escalated_max_tokens_for("claude-opus-4-1"), 16_384);
+        assert_eq!(local.escalated_max_tokens_for("qwen2.5-coder"), 16_384);
+        for bad in ["0", "lots"] {
+            let error = RecoveryPolicy::from_lookup(|name| {
+                (name == ENV_ESCALATED_MAX_TOKENS).then(|| bad.to_string())
+            })
+            .unwrap_err();
+            assert_eq!(error.variable, ENV_ESCALATED_MAX_TOKENS);
+        }
     }
 }

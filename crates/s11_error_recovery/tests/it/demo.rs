@@ -45,16 +45,26 @@ fn script() -> Script {
     Script::from_json(lesson::LESSON.demo_script).unwrap()
 }
 
-/// The guide as the script's last `write_file` call writes it.
-fn whole_guide() -> String {
-    let last = script()
+/// The contents of the script's `write_file` calls, in order: the outline,
+/// the unfinished call that is cut off, the whole guide.
+fn script_writes() -> Vec<String> {
+    script()
         .replies
         .iter()
         .flat_map(|reply| &reply.tool_calls)
-        .rfind(|call| call.name == "write_file")
-        .unwrap()
-        .clone();
-    last.input["content"].as_str().unwrap().to_string()
+        .filter(|call| call.name == "write_file")
+        .map(|call| call.input["content"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The guide as the script's last `write_file` call writes it.
+fn whole_guide() -> String {
+    script_writes().pop().unwrap()
+}
+
+/// What `write_file` answers for writing `content` to GUIDE.md.
+fn wrote(content: &str) -> String {
+    format!("Wrote {} bytes to GUIDE.md", content.len())
 }
 
 /// The transcripts compaction saved in `dir`, each parsed back into the
@@ -98,26 +108,26 @@ fn assert_transcript(history: &[Message]) {
         "{}",
         texts[4]
     );
-    // Both rounds' writes ran, and their results went back.
-    for result in [&history[2], &history[6]] {
-        let ContentBlock::ToolResult(result) = &result.content[0] else {
-            panic!("{result:?}");
+    // The calls that ran: the outline, then the whole guide in one piece;
+    // each answered, in the next message and under its id, by what the
+    // real write reported for its contents.
+    let writes = script_writes();
+    for ((call, answer), content) in [(&history[1], &history[2]), (&history[5], &history[6])]
+        .into_iter()
+        .zip([&writes[0], &writes[2]])
+    {
+        let calls: Vec<_> = call.tool_uses().collect();
+        assert_eq!(calls.len(), 1, "{call:?}");
+        assert_eq!(calls[0].name, "write_file");
+        assert_eq!(calls[0].input["content"].as_str(), Some(content.as_str()));
+        let ContentBlock::ToolResult(result) = &answer.content[0] else {
+            panic!("{answer:?}");
         };
+        assert_eq!(result.tool_use_id, calls[0].id);
         assert!(!result.is_error, "{result:?}");
-        assert!(
-            result.text().starts_with("Wrote ") && result.text().ends_with(" to GUIDE.md"),
-            "{result:?}"
-        );
+        assert_eq!(result.text(), wrote(content));
     }
-    // The calls that ran: the outline, then the whole guide in one piece.
-    let written: Vec<&str> = history
-        .iter()
-        .flat_map(Message::tool_uses)
-        .map(|call| call.input["content"].as_str().unwrap())
-        .collect();
-    assert_eq!(written.len(), 2);
-    assert!(written[0].starts_with("# Recovering from model errors\n\n1. "));
-    assert_eq!(written[1], whole_guide());
+    assert_eq!(history.iter().flat_map(Message::tool_uses).count(), 2);
 }
 
 #[tokio::test]
@@ -169,7 +179,20 @@ async fn the_demo_walks_through_every_recovery_path_and_runs_again_in_the_same_d
         assert_eq!(stderr.matches("[prompt] assembled").count(), 1, "{stderr}");
         assert_eq!(stderr.matches("[prompt] cache hit").count(), 2, "{stderr}");
         assert!(!stderr.contains("warning"), "{stderr}");
-        assert!(stdout.contains("GUIDE.md is written"), "{stdout}");
+        // Two writes really ran, the outline and the whole guide, as their
+        // results on the terminal say; the unfinished call never did.
+        let writes = script_writes();
+        let calls: Vec<&str> = stdout
+            .lines()
+            .filter(|line| line.starts_with("> write_file"))
+            .collect();
+        assert_eq!(calls, ["> write_file: GUIDE.md"; 2], "{stdout}");
+        let results: Vec<&str> = stdout
+            .lines()
+            .filter_map(|line| line.strip_prefix("  "))
+            .filter(|line| line.starts_with("Wrote "))
+            .collect();
+        assert_eq!(results, [wrote(&writes[0]), wrote(&writes[2])], "{stdout}");
         // Side queries never reach the terminal: not the summary, not the
         // extraction's empty answer.
         assert!(!stdout.contains(SUMMARY), "{stdout}");

@@ -206,9 +206,19 @@ fn models(requests: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// The messages a request sent, checked to be a valid history.
+/// The messages a request sent, checked to be a valid history, without
+/// lesson 10's cache breakpoints (they go on the copy that is sent, never
+/// into the history, so a comparison with the history leaves them out).
 fn sent_messages(request: &Value) -> Vec<Message> {
-    let messages: Vec<Message> = serde_json::from_value(request["messages"].clone()).unwrap();
+    let mut sent = request["messages"].clone();
+    for message in sent.as_array_mut().into_iter().flatten() {
+        for block in message["content"].as_array_mut().into_iter().flatten() {
+            if let Some(block) = block.as_object_mut() {
+                block.remove("cache_control");
+            }
+        }
+    }
+    let messages: Vec<Message> = serde_json::from_value(sent).unwrap();
     validate(&messages).unwrap();
     messages
 }
@@ -270,6 +280,9 @@ fn the_policy_defaults_are_the_courses() {
     assert_eq!(policy.overloads_before_fallback, 3);
     assert_eq!(policy.fallback_model, None);
     assert_eq!(policy.escalated_max_tokens, 64_000);
+    // Claude Opus 4 and 4.1 write at most 32,000 tokens a reply.
+    assert_eq!(policy.escalated_max_tokens_for("claude-opus-4-1"), 32_000);
+    assert_eq!(policy.escalated_max_tokens_for("claude-sonnet-4-5"), 64_000);
     assert_eq!(policy.max_continuations, 3);
     assert_eq!(policy.jitter_seed, None);
     // The terminal prints a notice as `[tag] text`: these are `[recovery]`.
@@ -915,6 +928,256 @@ async fn a_tool_call_cut_off_by_max_tokens_is_dropped_not_run_and_the_model_is_t
     );
 }
 
+// ---- a model whose output cap is below the escalated limit ------------------------------
+
+/// What the Anthropic API says to `max_tokens` 64000 on a model that writes
+/// at most 32,000 tokens.
+const OVER_THE_CAP: &str = "max_tokens: 64000 > 32000, which is the maximum allowed number of \
+output tokens for claude-opus-4-20250514";
+
+fn over_the_cap() -> ApiError {
+    ApiError::InvalidRequest {
+        message: OVER_THE_CAP.into(),
+    }
+}
+
+#[tokio::test]
+async fn a_refused_escalation_continues_the_cut_reply_and_the_cap_is_remembered() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Staged::new(vec![
+        Step::Reply(cut("Part one,")),
+        Step::Fail(over_the_cap()),
+        Step::Reply(Reply::text("part two.")),
+        // The next turn escalates straight to the cap, which is accepted.
+        Step::Reply(cut("dropped draft")),
+        Step::Reply(Reply::text("whole answer")),
+    ]);
+    let mut agent = agent(dir.path(), model.clone(), policy());
+    let mut history = Vec::new();
+
+    let (outcome, recorder) = turn(&mut agent, &mut history, "write a lot").await;
+
+    // The turn went on: the reply cut at 8000 was kept, and continued at
+    // the cap rather than lost with the refusal.
+    let outcome = outcome.unwrap();
+    assert_eq!(outcome.final_text, "part two.");
+    assert!(!outcome.truncated);
+    validate(&history).unwrap();
+    assert_eq!(history.len(), 4);
+    assert_eq!(history[1], Message::assistant_text("Part one,"));
+    assert!(history[2].text().starts_with(CONTINUATION_PROMPT));
+    assert_eq!(history[3], Message::assistant_text("part two."));
+    let requests = model.requests();
+    assert_eq!(limits(&requests), [8000, 64000, 32000]);
+    assert_eq!(requests[1]["messages"], requests[0]["messages"]);
+    assert_eq!(sent_messages(&requests[2])[..3], history[..3]);
+    let events = agent.hooks.recovery().events();
+    assert_eq!(
+        events,
+        [
+            RecoveryEvent::Escalated {
+                from: 8000,
+                to: 64000
+            },
+            // The stack does not send the same request again ...
+            RecoveryEvent::NotRetried {
+                failure: "400 invalid request".into()
+            },
+            // ... and the hooks' half sends a smaller one.
+            RecoveryEvent::OutputCapped {
+                model: PRIMARY.into(),
+                refused: 64000,
+                cap: Some(32000),
+                limit: 32000
+            },
+            RecoveryEvent::Continuation {
+                number: 1,
+                max: 3,
+                dropped_calls: Vec::new()
+            },
+        ]
+    );
+    assert_shown(&recorder, &events);
+    assert_eq!(agent.hooks.recovery().output_cap(PRIMARY), Some(32000));
+
+    // The cap holds for the session: the next turn's escalation stops there.
+    let (outcome, recorder) = turn(&mut agent, &mut history, "again").await;
+    assert_eq!(outcome.unwrap().final_text, "whole answer");
+    assert_eq!(model.remaining(), 0);
+    assert_eq!(limits(&model.requests()[3..]), [8000, 32000]);
+    assert_shown(
+        &recorder,
+        &[RecoveryEvent::Escalated {
+            from: 8000,
+            to: 32000,
+        }],
+    );
+    validate(&history).unwrap();
+}
+
+#[tokio::test]
+async fn a_refusal_that_states_no_cap_ends_escalation_for_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Staged::new(vec![
+        Step::Reply(cut("Part one,")),
+        Step::Fail(ApiError::InvalidRequest {
+            message: "max_tokens is too large for this model".into(),
+        }),
+        Step::Reply(Reply::text("part two.")),
+        // The next turn's cut reply is continued at once, at the loop's
+        // limit: no escalation the model is known to refuse.
+        Step::Reply(cut("Next,")),
+        Step::Reply(Reply::text("the end.")),
+    ]);
+    let mut agent = agent(dir.path(), model.clone(), policy());
+    let mut history = Vec::new();
+
+    let (outcome, recorder) = turn(&mut agent, &mut history, "write a lot").await;
+    assert_eq!(outcome.unwrap().final_text, "part two.");
+    let capped = RecoveryEvent::OutputCapped {
+        model: PRIMARY.into(),
+        refused: 64000,
+        cap: None,
+        limit: 8000,
+    };
+    assert!(
+        recorder
+            .notices_tagged(RECOVERY_TAG)
+            .contains(&capped.to_string()),
+        "{:?}",
+        recorder.notices
+    );
+    assert_eq!(agent.hooks.recovery().output_cap(PRIMARY), Some(8000));
+
+    let (outcome, recorder) = turn(&mut agent, &mut history, "again").await;
+    assert_eq!(outcome.unwrap().final_text, "the end.");
+    assert_eq!(model.remaining(), 0);
+    assert_eq!(limits(&model.requests()), [8000, 64000, 8000, 8000, 8000]);
+    assert_shown(
+        &recorder,
+        &[RecoveryEvent::Continuation {
+            number: 1,
+            max: 3,
+            dropped_calls: Vec::new(),
+        }],
+    );
+    validate(&history).unwrap();
+}
+
+#[tokio::test]
+async fn a_context_overflow_of_the_escalated_request_is_the_limit_not_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same messages were answered at 8000: only the limit grew, so the
+    // history is not compacted.
+    let model = Staged::new(vec![
+        Step::Reply(cut("Part one,")),
+        Step::Fail(ApiError::PromptTooLong {
+            message: "This model's maximum context length is 32768 tokens. However, you \
+                      requested 64025 tokens (25 in the messages, 64000 in the completion)."
+                .into(),
+        }),
+        Step::Reply(Reply::text("part two.")),
+    ]);
+    let mut agent = agent(dir.path(), model.clone(), policy());
+    let mut history = Vec::new();
+
+    let (outcome, recorder) = turn(&mut agent, &mut history, "write a lot").await;
+
+    assert_eq!(outcome.unwrap().final_text, "part two.");
+    assert_eq!(model.remaining(), 0);
+    assert_eq!(limits(&model.requests()), [8000, 64000, 8000]);
+    assert!(
+        !model
+            .inner
+            .side_requests()
+            .iter()
+            .any(|request| request.to_string().contains(SUMMARY_QUERY)),
+        "no summary was asked for"
+    );
+    assert_eq!(history[1], Message::assistant_text("Part one,"));
+    validate(&history).unwrap();
+    assert_shown(
+        &recorder,
+        &[
+            RecoveryEvent::Escalated {
+                from: 8000,
+                to: 64000,
+            },
+            RecoveryEvent::OutputCapped {
+                model: PRIMARY.into(),
+                refused: 64000,
+                cap: None,
+                limit: 8000,
+            },
+            RecoveryEvent::Continuation {
+                number: 1,
+                max: 3,
+                dropped_calls: Vec::new(),
+            },
+        ],
+    );
+}
+
+#[tokio::test]
+async fn any_other_refusal_of_the_escalated_request_is_still_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Staged::new(vec![
+        Step::Reply(cut("Part one,")),
+        Step::Fail(ApiError::InvalidRequest {
+            message: "messages: text content blocks must be non-empty".into(),
+        }),
+    ]);
+    let mut agent = agent(dir.path(), model.clone(), policy());
+    let mut history = Vec::new();
+    let (outcome, _) = turn(&mut agent, &mut history, "write a lot").await;
+    assert!(
+        matches!(
+            outcome,
+            Err(TurnError::Api(ApiError::InvalidRequest { .. }))
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(model.remaining(), 0);
+    assert_eq!(agent.hooks.recovery().output_cap(PRIMARY), None);
+    validate(&history).unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_escalated_limit_is_the_one_set_for_the_model_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedModel::new(vec![
+        cut("draft"),
+        Reply::text("whole"),
+        // The next turn moves to the fallback model, which has a table
+        // entry of its own.
+        overloaded(),
+        overloaded(),
+        overloaded(),
+        cut("draft"),
+        Reply::text("whole"),
+    ]));
+    let policy = RecoveryPolicy {
+        escalated_max_tokens_by_model: [(FALLBACK.to_string(), 16_000)].into(),
+        escalated_max_tokens: 48_000,
+        ..with_fallback()
+    };
+    let mut agent = agent(dir.path(), model.clone(), policy);
+    let mut history = Vec::new();
+    turn(&mut agent, &mut history, "go").await.0.unwrap();
+    turn(&mut agent, &mut history, "again").await.0.unwrap();
+    assert_eq!(model.remaining(), 0);
+    let requests = model.requests();
+    assert_eq!(
+        limits(&requests),
+        [8000, 48000, 8000, 8000, 8000, 8000, 16000]
+    );
+    assert_eq!(
+        models(&requests[5..]),
+        [FALLBACK.to_string(), FALLBACK.to_string()]
+    );
+    validate(&history).unwrap();
+}
+
 // ---- reactive compaction -------------------------------------------------------------
 
 #[tokio::test(start_paused = true)]
@@ -1403,8 +1666,13 @@ async fn over_the_wire_a_429_on_a_subagent_call_is_retried() {
     let sub = received[1].json();
     assert_eq!(sub["messages"][0]["content"][0]["text"], description);
     assert!(!received[1].body.contains("\"name\":\"task\""));
-    // The parent's next request answers `task` with the subagent's summary.
+    // The parent's next request sends its `task` call back, answered by
+    // the subagent's summary.
     let parent = received[4].json();
+    let call = &parent["messages"][1]["content"][0];
+    assert_eq!(call["type"], "tool_use", "{call}");
+    assert_eq!(call["id"], "toolu_task");
+    assert_eq!(call["name"], "task");
     let result = &parent["messages"][2]["content"][0];
     assert_eq!(result["tool_use_id"], "toolu_task");
     assert!(result.get("is_error").is_none(), "{result}");
@@ -1518,6 +1786,12 @@ async fn over_the_wire_429_three_529s_and_a_cut_stream_are_survived_on_the_fallb
     let messages: Vec<Message> = serde_json::from_value(conversation).unwrap();
     validate(&messages).unwrap();
     assert_eq!(messages.len(), 3);
+    let call = messages[1].tool_uses().next().unwrap();
+    assert_eq!((call.id.as_str(), call.name.as_str()), ("toolu_1", "bash"));
+    assert_eq!(
+        messages[2].tool_result_ids().collect::<Vec<_>>(),
+        ["toolu_1"]
+    );
     assert!(
         serde_json::to_string(&messages[2])
             .unwrap()
@@ -1541,6 +1815,78 @@ async fn over_the_wire_429_three_529s_and_a_cut_stream_are_survived_on_the_fallb
     assert!(!stderr.contains("sk-test-key"));
 }
 // ANCHOR_END: acceptance
+
+#[tokio::test]
+async fn over_the_wire_a_refused_escalation_is_continued_at_the_models_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let first_half = FakeResponse::sse_body(anthropic_stream(
+        &[json!({"type": "text", "text": "The first half of a long answer, "})],
+        "max_tokens",
+    ));
+    let refusal = json!({
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": OVER_THE_CAP}
+    });
+    let server = FakeServer::start(vec![
+        first_half,
+        FakeResponse::json(400, refusal.to_string()),
+        text_reply("and the second half."),
+        // Lesson 9's extraction side query, once the turn is over.
+        text_reply("[]"),
+    ])
+    .await
+    .unwrap();
+
+    let output = support::run_binary(
+        dir.path(),
+        &["-p", "write a long answer"],
+        &[
+            ("ANTHROPIC_BASE_URL", server.url()),
+            ("ANTHROPIC_API_KEY", "sk-test-key"),
+            ("MODEL_ID", "capped-model"),
+            ("RECOVERY_BASE_DELAY_MS", "1"),
+        ],
+        "",
+    )
+    .await;
+
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("The first half of a long answer, ")
+            && stdout.contains("and the second half."),
+        "{stdout}"
+    );
+    let received: Vec<Value> = server
+        .received()
+        .iter()
+        .map(|request| request.json())
+        .collect();
+    assert_eq!(received.len(), 4);
+    // The loop's limit, the escalation, then the continuation at the cap.
+    assert_eq!(limits(&received[..3]), [8000, 64000, 32000]);
+    assert_eq!(received[1]["messages"], received[0]["messages"]);
+    let continued = sent_messages(&received[2]);
+    assert_eq!(continued.len(), 3);
+    assert_eq!(
+        continued[1],
+        Message::assistant_text("The first half of a long answer, ")
+    );
+    assert!(continued[2].text().starts_with(CONTINUATION_PROMPT));
+    assert!(received[3].get("tools").is_none());
+    assert_in_order(
+        &stderr,
+        &[
+            "[recovery] reply cut off at max_tokens 8000 — sending the same request again with \
+             max_tokens 64000",
+            "[recovery] 400 invalid request — not retried",
+            "[recovery] capped-model refused max_tokens 64000: its output cap is 32000, \
+             remembered for this session — max_tokens 32000 for the rest of this turn\n",
+            "[recovery] reply cut off again — keeping it and asking the model to continue (1/3)\n",
+        ],
+    );
+    assert_eq!(stderr.matches("[recovery]").count(), 4, "{stderr}");
+}
 
 #[tokio::test]
 async fn the_binary_shows_a_summary_calls_retry_as_a_recovery_line() {
