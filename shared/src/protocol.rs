@@ -55,12 +55,18 @@ impl Message {
         })
     }
 
-    /// The ids answered by the `tool_result` blocks of this message.
-    pub fn tool_result_ids(&self) -> impl Iterator<Item = &str> {
+    /// The `tool_result` blocks of this message, in order.
+    pub fn tool_results(&self) -> impl Iterator<Item = &ToolResult> {
         self.content.iter().filter_map(|block| match block {
-            ContentBlock::ToolResult(result) => Some(result.tool_use_id.as_str()),
+            ContentBlock::ToolResult(result) => Some(result),
             _ => None,
         })
+    }
+
+    /// The ids answered by the `tool_result` blocks of this message.
+    pub fn tool_result_ids(&self) -> impl Iterator<Item = &str> {
+        self.tool_results()
+            .map(|result| result.tool_use_id.as_str())
     }
 
     /// All text blocks joined with newlines; other blocks are skipped.

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use shared::history::validate;
 use shared::hooks::ToolOutput;
 use shared::model::scripted::Reply;
-use shared::protocol::{ContentBlock, Message, ToolSpec};
+use shared::protocol::{Message, ToolSpec};
 use shared::tools::Workspace;
 
 use crate::support::{self, TOOLS};
@@ -15,12 +15,8 @@ use crate::support::{self, TOOLS};
 /// The (text, is_error) of each tool result in `message`.
 fn results(message: &Message) -> Vec<(String, bool)> {
     message
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::ToolResult(result) => Some((result.text(), result.is_error)),
-            _ => None,
-        })
+        .tool_results()
+        .map(|result| (result.text(), result.is_error))
         .collect()
 }
 

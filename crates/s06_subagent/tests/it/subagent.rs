@@ -19,7 +19,7 @@ use shared::error::ApiError;
 use shared::history::validate;
 use shared::model::scripted::{Reply, ScriptedModel};
 use shared::model::{BoxFuture, DeltaSink, Model};
-use shared::protocol::{ContentBlock, Message, Request, Response, Role};
+use shared::protocol::{Message, Request, Response, Role};
 use shared::testing::{FakeResponse, FakeServer, Recorder, anthropic_stream};
 
 use crate::support;
@@ -45,12 +45,8 @@ fn task(description: &str) -> Reply {
 /// The (text, is_error) of each tool result in `message`.
 fn results(message: &Message) -> Vec<(String, bool)> {
     message
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::ToolResult(result) => Some((result.text(), result.is_error)),
-            _ => None,
-        })
+        .tool_results()
+        .map(|result| (result.text(), result.is_error))
         .collect()
 }
 

@@ -37,12 +37,8 @@ async fn play(dir: &Path, replies: Vec<Reply>) -> (Vec<Message>, Arc<ScriptedMod
 /// The (text, is_error) of each tool result in `message`.
 fn results(message: &Message) -> Vec<(String, bool)> {
     message
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::ToolResult(result) => Some((result.text(), result.is_error)),
-            _ => None,
-        })
+        .tool_results()
+        .map(|result| (result.text(), result.is_error))
         .collect()
 }
 

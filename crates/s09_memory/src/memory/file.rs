@@ -100,6 +100,19 @@ pub struct StoredMemory {
 }
 // ANCHOR_END: types
 
+impl StoredMemory {
+    /// The memory as one line of a side query's catalogue:
+    /// `- name (type): description`.
+    pub fn catalogue_line(&self) -> String {
+        format!(
+            "- {} ({}): {}",
+            self.memory.name,
+            self.memory.kind,
+            one_line(&self.memory.description)
+        )
+    }
+}
+
 // ANCHOR: slug
 /// Turns any name into a safe file stem: lowercase ASCII letters, digits
 /// and single dashes, at most [`MAX_SLUG_CHARS`] long.

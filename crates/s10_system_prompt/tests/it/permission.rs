@@ -25,12 +25,8 @@ use crate::support;
 /// The (text, is_error) of each tool result in `message`.
 fn results(message: &Message) -> Vec<(String, bool)> {
     message
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::ToolResult(result) => Some((result.text(), result.is_error)),
-            _ => None,
-        })
+        .tool_results()
+        .map(|result| (result.text(), result.is_error))
         .collect()
 }
 

@@ -92,17 +92,7 @@ pub fn format_recent(history: &[Message], max_messages: usize, max_chars: usize)
 // ANCHOR: prompt
 /// The side query's question.
 pub fn extraction_prompt(dialogue: &str, existing: &[StoredMemory]) -> String {
-    let existing: Vec<String> = existing
-        .iter()
-        .map(|stored| {
-            format!(
-                "- {} ({}): {}",
-                stored.memory.name,
-                stored.memory.kind,
-                one_line(&stored.memory.description)
-            )
-        })
-        .collect();
+    let existing: Vec<String> = existing.iter().map(StoredMemory::catalogue_line).collect();
     let existing = if existing.is_empty() {
         "(none yet)".to_string()
     } else {

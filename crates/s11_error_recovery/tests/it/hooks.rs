@@ -15,7 +15,7 @@ use shared::agent::{Agent, TurnError};
 use shared::history::validate;
 use shared::hooks::PromptCheck;
 use shared::model::scripted::{Reply, ScriptedModel};
-use shared::protocol::{ContentBlock, Message, Role};
+use shared::protocol::{Message, Role};
 use shared::testing::{FakeResponse, FakeServer, anthropic_stream};
 
 use crate::support;
@@ -30,12 +30,8 @@ fn agent(dir: &Path, replies: Vec<Reply>) -> (Agent<lesson::LessonHooks>, Arc<Sc
 
 fn results(message: &Message) -> Vec<(String, bool)> {
     message
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::ToolResult(result) => Some((result.text(), result.is_error)),
-            _ => None,
-        })
+        .tool_results()
+        .map(|result| (result.text(), result.is_error))
         .collect()
 }
 

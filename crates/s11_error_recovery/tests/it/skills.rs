@@ -11,7 +11,7 @@ use lesson::skills::discovery::COURSE_SKILLS_DIR;
 use serde_json::{Value, json};
 use shared::history::validate;
 use shared::model::scripted::{Reply, ScriptedModel};
-use shared::protocol::{ContentBlock, Message};
+use shared::protocol::Message;
 use shared::testing::Recorder;
 
 use crate::support;
@@ -94,12 +94,8 @@ async fn play(
 /// The (text, is_error) of each tool result in `message`.
 fn results(message: &Message) -> Vec<(String, bool)> {
     message
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::ToolResult(result) => Some((result.text(), result.is_error)),
-            _ => None,
-        })
+        .tool_results()
+        .map(|result| (result.text(), result.is_error))
         .collect()
 }
 

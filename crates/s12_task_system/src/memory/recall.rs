@@ -50,17 +50,7 @@ pub fn conversation_before_prompt(history: &[Message]) -> String {
 /// The side query's question. `conversation` is what came before the
 /// prompt (empty in a session's first turn).
 pub fn selection_prompt(prompt: &str, conversation: &str, memories: &[StoredMemory]) -> String {
-    let catalogue: Vec<String> = memories
-        .iter()
-        .map(|stored| {
-            format!(
-                "- {} ({}): {}",
-                stored.memory.name,
-                stored.memory.kind,
-                one_line(&stored.memory.description)
-            )
-        })
-        .collect();
+    let catalogue: Vec<String> = memories.iter().map(StoredMemory::catalogue_line).collect();
     let conversation = if conversation.is_empty() {
         String::new()
     } else {

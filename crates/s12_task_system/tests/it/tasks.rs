@@ -10,7 +10,7 @@ use serde_json::json;
 use shared::history::validate;
 use shared::model::scripted::Reply;
 use shared::notice::Notices;
-use shared::protocol::{ContentBlock, Message};
+use shared::protocol::Message;
 
 use crate::support;
 
@@ -18,11 +18,8 @@ use crate::support;
 fn results(history: &[Message]) -> Vec<(String, bool)> {
     history
         .iter()
-        .flat_map(|message| &message.content)
-        .filter_map(|block| match block {
-            ContentBlock::ToolResult(result) => Some((result.text(), result.is_error)),
-            _ => None,
-        })
+        .flat_map(Message::tool_results)
+        .map(|result| (result.text(), result.is_error))
         .collect()
 }
 
