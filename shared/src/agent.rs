@@ -161,6 +161,13 @@ impl<H: Hooks> Agent<H> {
     }
     // ANCHOR_END: run_turn
 
+    /// Ends the session: runs [`Hooks::on_exit`], passing on what it
+    /// reports.
+    pub async fn finish(&mut self, observer: &mut dyn Observer) {
+        let relay = Relay::new(observer, self.notices.clone());
+        relay.around(self.hooks.on_exit()).await;
+    }
+
     // ANCHOR: loop
     /// The loop itself. `history` must end with a user message.
     pub async fn run_loop(

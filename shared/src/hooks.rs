@@ -12,6 +12,10 @@
 //!                   └── after_tool_results ◄── run_tool (once per tool_use) ◄───┘
 //! ```
 //!
+//! Between turns, the front end waits for the user's next line or for
+//! [`Hooks::idle_work`], whichever comes first, and at the end of the
+//! session it calls [`Hooks::on_exit`].
+//!
 //! Only [`Hooks::tools`] and [`Hooks::run_tool`] have no default: a loop
 //! without tools is a chat, not an agent.
 
@@ -136,5 +140,24 @@ pub trait Hooks: Send {
     fn on_stop(&mut self, _history: &[Message]) -> impl Future<Output = Option<String>> + Send {
         async { None }
     }
+
+    // ANCHOR: idle_hooks
+    /// Waits, while the agent is idle, for work that does not come from the
+    /// user — a background command that finished (lesson 13), a cron job
+    /// that came due (lesson 14) — and returns the text to send as the next
+    /// user message. The front end races it against the user's next line, so
+    /// it must be cancel-safe: nothing is taken from a queue unless it is
+    /// returned. The default never finishes.
+    fn idle_work(&mut self) -> impl Future<Output = String> + Send {
+        std::future::pending()
+    }
+
+    /// Runs once when the session ends (end of input, `q`, or after a `-p`
+    /// prompt), so work still running can be reported and stopped rather
+    /// than left behind.
+    fn on_exit(&mut self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+    // ANCHOR_END: idle_hooks
 }
 // ANCHOR_END: hooks

@@ -45,9 +45,18 @@ pub fn show_answered(question: &str, prompt: &str, answer: &str) {
 }
 
 /// Reads one line from the terminal. The REPL may hold standard input
-/// locked, so the answer is read from the terminal device itself.
+/// locked, so the answer is read from the terminal device itself — unless
+/// the REPL's own read is pending on the terminal (a turn that arriving
+/// work started, from lesson 13 on): then the answer is the line that read
+/// returns, and nobody races it for the user's keystrokes.
 fn read_answer() -> Option<String> {
     let read = || {
+        if let Some(read) = super::input::ask_pending_reader() {
+            return match read {
+                super::input::Read::Line(line) => Some(line),
+                super::input::Read::Interrupted | super::input::Read::Eof => None,
+            };
+        }
         let tty = std::fs::File::open("/dev/tty").ok()?;
         let mut line = String::new();
         std::io::BufReader::new(tty).read_line(&mut line).ok()?;

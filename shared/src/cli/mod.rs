@@ -14,6 +14,7 @@
 
 mod args;
 mod ask;
+mod input;
 mod render;
 mod repl;
 
@@ -137,13 +138,17 @@ where
     let mut agent = build(Setup::new(workspace, selected.model, selected.model_id))?;
 
     let mut history = Vec::new();
-    match &args.prompt {
-        Some(prompt) => Ok(one_shot(&mut agent, &mut history, prompt).await),
+    let code = match &args.prompt {
+        Some(prompt) => one_shot(&mut agent, &mut history, prompt).await,
         None => {
             repl::run(lesson, &mut agent, &mut history).await;
-            Ok(ExitCode::SUCCESS)
+            ExitCode::SUCCESS
         }
-    }
+    };
+    // Whatever is still running (a background command, say) is reported
+    // and stopped, not left behind.
+    agent.finish(&mut TerminalPrinter::new()).await;
+    Ok(code)
 }
 
 /// `-p` mode: one turn, then exit with its status. The last line on
@@ -153,7 +158,7 @@ async fn one_shot<H: Hooks>(
     history: &mut Vec<Message>,
     prompt: &str,
 ) -> ExitCode {
-    match run_turn_printing(agent, history, prompt).await {
+    match run_turn_printing(agent, history, prompt, None).await {
         Ok(outcome) => {
             if let Some(line) = usage_line(&outcome.usage) {
                 eprintln!("{line}");
@@ -167,30 +172,37 @@ async fn one_shot<H: Hooks>(
     }
 }
 
-/// Runs one turn, printing as it goes; Ctrl-C cancels the turn.
-pub(crate) async fn run_turn_interruptibly<H: Hooks>(
-    agent: &mut Agent<H>,
-    history: &mut Vec<Message>,
-    prompt: &str,
-) -> Result<(), TurnError> {
-    run_turn_printing(agent, history, prompt).await.map(|_| ())
-}
-
-/// [`run_turn_interruptibly`], handing back how the turn ended.
+/// Runs one turn, printing as it goes; Ctrl-C cancels the turn. With
+/// `user`, the user's prompt is open during the turn (it was started by
+/// arriving work): lines typed meanwhile are kept for later, and Ctrl-C at
+/// the prompt cancels the turn too.
 async fn run_turn_printing<H: Hooks>(
     agent: &mut Agent<H>,
     history: &mut Vec<Message>,
     prompt: &str,
+    mut user: Option<&mut repl::TypeAhead>,
 ) -> Result<TurnOutcome, TurnError> {
     let cancel = CancellationToken::new();
     let mut printer = TerminalPrinter::new();
     let turn = agent.run_turn(history, prompt, &mut printer, &cancel);
     tokio::pin!(turn);
     let outcome = loop {
+        let listening = user
+            .as_ref()
+            .is_some_and(|user| user.reader.is_pending() && !user.ended);
         tokio::select! {
             outcome = &mut turn => break outcome,
             signal = tokio::signal::ctrl_c(), if !cancel.is_cancelled() => {
                 if signal.is_ok() {
+                    eprintln!("\n^C cancelling the turn…");
+                    cancel.cancel();
+                }
+            }
+            read = next_read(user.as_deref_mut()), if listening => {
+                if let Some(user) = user.as_deref_mut()
+                    && user.take(read)
+                    && !cancel.is_cancelled()
+                {
                     eprintln!("\n^C cancelling the turn…");
                     cancel.cancel();
                 }
@@ -203,6 +215,14 @@ async fn run_turn_printing<H: Hooks>(
             eprintln!("{note}");
         }
     })
+}
+
+/// The pending read's line, or never when there is no reader.
+async fn next_read(user: Option<&mut repl::TypeAhead>) -> input::Read {
+    match user {
+        Some(user) => user.reader.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 // ANCHOR: usage_line

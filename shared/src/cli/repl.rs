@@ -4,54 +4,49 @@
 //! the session). When standard input is a pipe or a file, lines are read
 //! plainly until end of input, so a lesson can be scripted:
 //! `printf 'list the files\n' | cargo run -p s01_agent_loop`.
+//!
+//! Between turns the REPL waits for two things at once: the user's next
+//! line, and work that arrives on its own ([`Hooks::idle_work`]: a finished
+//! background command, a cron job that came due). Whichever comes first
+//! starts the next turn. While a turn started by arriving work runs, the
+//! user's prompt stays open: what they type meanwhile runs next, and Ctrl-C
+//! cancels that turn.
 
-use std::io::{BufRead, IsTerminal};
+use std::collections::VecDeque;
 
-use rustyline::DefaultEditor;
-use rustyline::error::ReadlineError;
-
-use super::{Lesson, run_turn_interruptibly};
+use super::input::{LineReader, Read};
+use super::{Lesson, run_turn_printing};
 use crate::agent::{Agent, TurnError};
 use crate::hooks::Hooks;
 use crate::protocol::Message;
 
-/// Where the REPL reads its lines from.
-enum Input {
-    Editor(Box<DefaultEditor>),
-    Plain(std::io::StdinLock<'static>),
+/// The user's side of the terminal while arriving work runs: the pending
+/// read, the lines typed meanwhile, and whether input has ended.
+pub(crate) struct TypeAhead {
+    pub(crate) reader: LineReader,
+    pub(crate) lines: VecDeque<String>,
+    pub(crate) ended: bool,
 }
 
-impl Input {
-    fn open() -> Self {
-        if std::io::stdin().is_terminal()
-            && let Ok(editor) = DefaultEditor::new()
-        {
-            return Self::Editor(Box::new(editor));
-        }
-        Self::Plain(std::io::stdin().lock())
-    }
-
-    /// The next line, or `None` at end of input (EOF or Ctrl-C / Ctrl-D at
-    /// the prompt).
-    fn read_line(&mut self, prompt: &str) -> Option<String> {
-        match self {
-            Self::Editor(editor) => match editor.readline(prompt) {
-                Ok(line) => {
-                    let _ = editor.add_history_entry(line.as_str());
-                    Some(line)
-                }
-                Err(ReadlineError::Interrupted | ReadlineError::Eof) => None,
-                Err(error) => {
-                    eprintln!("error reading input: {error}");
-                    None
-                }
-            },
-            Self::Plain(stdin) => {
-                let mut line = String::new();
-                match stdin.read_line(&mut line) {
-                    Ok(0) | Err(_) => None,
-                    Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_string()),
-                }
+impl TypeAhead {
+    /// Takes what the pending read returned during a turn. Returns whether
+    /// the user asked to cancel the turn (Ctrl-C at the open prompt).
+    pub(crate) fn take(&mut self, read: Read) -> bool {
+        match read {
+            Read::Line(line) => {
+                self.lines.push_back(line);
+                // Keep a read pending, so a question the turn asks can be
+                // answered at the prompt.
+                self.reader.request();
+                false
+            }
+            Read::Interrupted => {
+                self.reader.request();
+                true
+            }
+            Read::Eof => {
+                self.ended = true;
+                false
             }
         }
     }
@@ -60,6 +55,13 @@ impl Input {
 /// Whether a line ends the session.
 fn is_quit(line: &str) -> bool {
     matches!(line.trim(), "" | "q" | "exit")
+}
+
+/// What ended the REPL's wait between turns.
+enum Next {
+    Line(String),
+    Work(String),
+    Quit,
 }
 
 /// Reads prompts and runs turns until the user quits.
@@ -73,15 +75,44 @@ pub(crate) async fn run<H: Hooks>(
         lesson.id, lesson.title
     );
     let prompt = format!("{} >> ", lesson.id);
-    let mut input = Input::open();
-    // Reading a line blocks this thread; `block_in_place` lets the runtime
-    // hand any background work (later lessons have some) to another thread.
-    while let Some(line) = tokio::task::block_in_place(|| input.read_line(&prompt)) {
-        if is_quit(&line) {
-            break;
-        }
-        match run_turn_interruptibly(agent, history, &line).await {
-            Ok(()) | Err(TurnError::Cancelled) => {}
+    let mut user = TypeAhead {
+        reader: LineReader::spawn(prompt.clone()),
+        lines: VecDeque::new(),
+        ended: false,
+    };
+    loop {
+        let next = match user.lines.pop_front() {
+            Some(line) => Next::Line(line),
+            None if user.ended => Next::Quit,
+            None => {
+                user.reader.request();
+                tokio::select! {
+                    read = user.reader.next() => match read {
+                        Read::Line(line) => Next::Line(line),
+                        Read::Interrupted | Read::Eof => Next::Quit,
+                    },
+                    work = agent.hooks.idle_work() => Next::Work(work),
+                }
+            }
+        };
+        let result = match next {
+            Next::Quit => break,
+            Next::Line(line) if is_quit(&line) => break,
+            Next::Line(line) => run_turn_printing(agent, history, &line, None).await,
+            Next::Work(work) => {
+                // The prompt is on screen with a read pending: the turn's
+                // output starts on a line of its own, and the prompt is
+                // shown again after it.
+                eprintln!();
+                let result = run_turn_printing(agent, history, &work, Some(&mut user)).await;
+                if user.reader.is_pending() && user.reader.is_editor() {
+                    eprint!("{prompt}");
+                }
+                result
+            }
+        };
+        match result {
+            Ok(_) | Err(TurnError::Cancelled) => {}
             Err(error) => eprintln!("error: {error}"),
         }
     }

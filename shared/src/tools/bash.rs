@@ -113,15 +113,56 @@ pub async fn call(workspace: &Workspace, input: &Value) -> ToolOutput {
     run(workspace, &input.command, &options).await
 }
 
+/// How a command ended, for callers that act on it (lesson 13 reports it
+/// in a background task's notification).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandStatus {
+    /// Exit status 0.
+    Succeeded,
+    /// A non-zero exit status, or killed by a signal.
+    Failed,
+    /// Stopped at the timeout, with everything it started.
+    TimedOut,
+    /// The shell could not be started, or the command was lost track of.
+    NotRun,
+}
+
+/// What a command printed (as the model sees it) and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandReport {
+    pub text: String,
+    pub status: CommandStatus,
+}
+
+impl CommandReport {
+    /// The tool result: a timeout or a shell that could not start is an
+    /// error; a non-zero exit is information, not an error.
+    pub fn into_output(self) -> ToolOutput {
+        match self.status {
+            CommandStatus::Succeeded | CommandStatus::Failed => ToolOutput::ok(self.text),
+            CommandStatus::TimedOut | CommandStatus::NotRun => ToolOutput::error(self.text),
+        }
+    }
+}
+
 /// Runs `command` with `bash -c` in the workspace root and reports what it
 /// printed and how it ended.
 ///
 /// Dropping the returned future before it completes kills the command and
 /// everything it started.
 pub async fn run(workspace: &Workspace, command: &str, options: &BashOptions) -> ToolOutput {
+    execute(workspace, command, options).await.into_output()
+}
+
+/// [`run`], reporting how the command ended as well as what it printed.
+pub async fn execute(workspace: &Workspace, command: &str, options: &BashOptions) -> CommandReport {
+    let not_run = |text: String| CommandReport {
+        text,
+        status: CommandStatus::NotRun,
+    };
     let mut child = match spawn(workspace.root(), command) {
         Ok(child) => child,
-        Err(error) => return ToolOutput::error(format!("Could not start the shell: {error}")),
+        Err(error) => return not_run(format!("Could not start the shell: {error}")),
     };
     // Declared after `child`, so on an early drop it runs first: the whole
     // group dies, then tokio's `kill_on_drop` finishes off the shell.
@@ -150,11 +191,21 @@ pub async fn run(workspace: &Workspace, command: &str, options: &BashOptions) ->
     .await;
 
     match finished {
-        Ok(Ok(status)) => ToolOutput::ok(report(&stdout, &stderr, Ending::Exited(status), options)),
-        Ok(Err(error)) => ToolOutput::error(format!("Lost track of the command: {error}")),
+        Ok(Ok(status)) => CommandReport {
+            text: report(&stdout, &stderr, Ending::Exited(status), options),
+            status: if status.success() {
+                CommandStatus::Succeeded
+            } else {
+                CommandStatus::Failed
+            },
+        },
+        Ok(Err(error)) => not_run(format!("Lost track of the command: {error}")),
         Err(_elapsed) => {
             group.kill();
-            ToolOutput::error(report(&stdout, &stderr, Ending::TimedOut, options))
+            CommandReport {
+                text: report(&stdout, &stderr, Ending::TimedOut, options),
+                status: CommandStatus::TimedOut,
+            }
         }
     }
 }
