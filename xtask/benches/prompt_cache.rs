@@ -105,6 +105,11 @@ fn main() {
                 play!(s12_task_system, &session, now),
                 play!(s12_task_system, &session, course),
             ),
+            (
+                "s13",
+                play!(s13_background_tasks, &session, now),
+                play!(s13_background_tasks, &session, course),
+            ),
         ]
     });
 
@@ -147,7 +152,8 @@ fn main() {
         .cloned()
         .collect();
     println!(
-        "\n| s12, {} turns | input tokens | read | written | billed | billed ÷ input |",
+        "\n| {}, {} turns | input tokens | read | written | billed | billed ÷ input |",
+        lessons.last().map_or("", |lesson| lesson.0),
         session.turns
     );
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
