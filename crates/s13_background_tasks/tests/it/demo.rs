@@ -3,7 +3,8 @@
 //! prompts are typed one at a time, the next only after the agent has
 //! answered, because the point of the lesson happens in between: the
 //! first build ends while the REPL waits for the user, and its
-//! notification starts a turn by itself.
+//! notification starts a turn by itself. The demo runs twice in the same
+//! directory, as every demo must be able to.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -39,7 +40,13 @@ async fn read_until(
 #[tokio::test]
 async fn the_demo_hears_from_its_background_work_between_prompts_and_stops_it_at_exit() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = support::binary(dir.path())
+    play(dir.path()).await;
+    play(dir.path()).await;
+}
+
+/// Runs the demo in `dir`, checking what it shows.
+async fn play(dir: &std::path::Path) {
+    let mut child = support::binary(dir)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
