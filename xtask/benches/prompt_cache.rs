@@ -110,6 +110,11 @@ fn main() {
                 play!(s13_background_tasks, &session, now),
                 play!(s13_background_tasks, &session, course),
             ),
+            (
+                "s14",
+                play!(s14_cron_scheduler, &session, now),
+                play!(s14_cron_scheduler, &session, course),
+            ),
         ]
     });
 

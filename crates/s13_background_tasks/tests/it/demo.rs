@@ -46,10 +46,7 @@ async fn the_demo_hears_from_its_background_work_between_prompts_and_stops_it_at
 
 /// Runs the demo in `dir`, checking what it shows.
 async fn play(dir: &std::path::Path) {
-    let mut child = support::binary(dir)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = support::binary(dir).stderr(Stdio::piped()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = String::new();
