@@ -188,6 +188,31 @@ impl SideRule {
 pub const DEFAULT_SIDE_REPLY: &str = "[]";
 // ANCHOR_END: side_rule
 
+/// The replies of one other agent in a team (lesson 15 on): turns whose
+/// system prompt contains `when` take their replies from here, in order,
+/// instead of from the main script. Agents run at the same time, so one
+/// shared list would hand each reply to whichever agent asked first; a
+/// script per agent keeps every agent's part of a demo or a test
+/// deterministic.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentScript {
+    /// Text the turn's system prompt must contain, e.g. the teammate's
+    /// name as its prompt introduces it.
+    pub when: String,
+    pub replies: Vec<Reply>,
+}
+
+impl AgentScript {
+    /// The replies for turns whose system prompt contains `when`.
+    pub fn new(when: impl Into<String>, replies: Vec<Reply>) -> Self {
+        Self {
+            when: when.into(),
+            replies,
+        }
+    }
+}
+
 /// A whole script, as stored in a lesson's `demo.json`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -196,6 +221,17 @@ pub struct Script {
     /// Answers for side queries; see [`SideRule`].
     #[serde(default)]
     pub side_replies: Vec<SideRule>,
+    /// Scripts of the other agents of a team; see [`AgentScript`].
+    #[serde(default)]
+    pub agents: Vec<AgentScript>,
+    /// Replies to turns that something other than the user started (a
+    /// team's events, a scheduled prompt), whose number depends on timing:
+    /// a turn whose newest message's first block contains a rule's `when`
+    /// takes that rule's reply instead of the next one in `replies`. (Only
+    /// the first block: events added after a user's prompt do not make the
+    /// prompt's turn a reaction.)
+    #[serde(default)]
+    pub reactions: Vec<SideRule>,
 }
 
 impl Script {
@@ -228,7 +264,20 @@ pub struct ScriptedModel {
     when_exhausted: WhenExhausted,
     requests: Mutex<Vec<Value>>,
     side: Mutex<SideQueries>,
+    agents: Vec<Agent>,
+    /// Rules for turns started by events; see [`Script::reactions`].
+    reactions: Mutex<Vec<(SideRule, usize)>>,
+    /// How many reactions have been played, to number their tool calls.
+    reacted: AtomicUsize,
     name: &'static str,
+}
+
+/// One other agent's script, how far it has been played, and its requests.
+#[derive(Debug)]
+struct Agent {
+    script: AgentScript,
+    next: AtomicUsize,
+    requests: Mutex<Vec<Value>>,
 }
 
 /// The side-query rules, how often each has answered, and what was asked.
@@ -247,18 +296,70 @@ impl ScriptedModel {
             when_exhausted: WhenExhausted::Fail,
             requests: Mutex::new(Vec::new()),
             side: Mutex::new(SideQueries::default()),
+            agents: Vec::new(),
+            reactions: Mutex::new(Vec::new()),
+            reacted: AtomicUsize::new(0),
             name: "scripted",
         }
     }
 
     /// The demo model: plays a lesson's script, then explains that it is done.
     pub fn demo(script: Script) -> Self {
+        let (agents, reactions) = (script.agents, script.reactions);
         Self {
             when_exhausted: WhenExhausted::Explain,
             name: "demo",
             ..Self::new(script.replies)
         }
         .with_side_rules(script.side_replies)
+        .with_agents(agents)
+        .with_reactions(reactions)
+    }
+
+    /// Adds rules for turns started by events; see [`Script::reactions`].
+    pub fn with_reactions(self, rules: impl IntoIterator<Item = SideRule>) -> Self {
+        lock(&self.reactions).extend(rules.into_iter().map(|rule| (rule, 0)));
+        self
+    }
+
+    /// The reply of the first reaction whose `when` occurs in the newest
+    /// message's first block, if one matches and is not used up.
+    fn reaction(&self, request: &Request<'_>) -> Option<Reply> {
+        let first = request.messages.last()?.content.first()?;
+        let text = match first {
+            ContentBlock::Text { text, .. } => text.clone(),
+            ContentBlock::ToolResult(result) => result.text(),
+            _ => return None,
+        };
+        lock(&self.reactions)
+            .iter_mut()
+            .find(|(rule, used)| {
+                rule.times.is_none_or(|times| *used < times) && text.contains(&rule.when)
+            })
+            .map(|(rule, used)| {
+                *used += 1;
+                rule.reply.clone()
+            })
+    }
+
+    /// Adds scripts for other agents; see [`AgentScript`]. The first whose
+    /// `when` occurs in a turn's system prompt answers it.
+    pub fn with_agents(mut self, agents: impl IntoIterator<Item = AgentScript>) -> Self {
+        self.agents.extend(agents.into_iter().map(|script| Agent {
+            script,
+            next: AtomicUsize::new(0),
+            requests: Mutex::new(Vec::new()),
+        }));
+        self
+    }
+
+    /// Every turn request the agent whose script has `when` made so far.
+    pub fn agent_requests(&self, when: &str) -> Vec<Value> {
+        self.agents
+            .iter()
+            .find(|agent| agent.script.when == when)
+            .map(|agent| lock(&agent.requests).clone())
+            .unwrap_or_default()
     }
 
     /// Adds a rule for side queries, after the ones already there.
@@ -275,7 +376,8 @@ impl ScriptedModel {
     }
 
     /// Every turn's request (one that offered tools) received so far,
-    /// serialised exactly as a real client would send it.
+    /// serialised exactly as a real client would send it; turns of agents
+    /// with a script of their own are in [`ScriptedModel::agent_requests`].
     pub fn requests(&self) -> Vec<Value> {
         lock(&self.requests).clone()
     }
@@ -321,6 +423,24 @@ impl ScriptedModel {
         };
         let reply = reply.unwrap_or_else(|| Reply::text(DEFAULT_SIDE_REPLY));
         self.play_reply(&reply, usize::MAX, on_delta)
+    }
+
+    /// Answers a turn of agent `number` from its own script. Its tool-use
+    /// ids carry the agent's number, so they never collide with another
+    /// agent's.
+    fn play_agent(
+        &self,
+        number: usize,
+        agent: &Agent,
+        request: &Request<'_>,
+        on_delta: &mut DeltaSink<'_>,
+    ) -> Result<Response, ApiError> {
+        lock(&agent.requests).push(serde_json::to_value(request).unwrap_or(Value::Null));
+        let index = agent.next.fetch_add(1, Ordering::SeqCst);
+        match agent.script.replies.get(index) {
+            Some(reply) => self.play_reply(reply, (number + 1) * 10_000 + index, on_delta),
+            None => self.play(usize::MAX, on_delta),
+        }
     }
 
     fn play(&self, index: usize, on_delta: &mut DeltaSink<'_>) -> Result<Response, ApiError> {
@@ -412,7 +532,22 @@ impl Model for ScriptedModel {
             if request.tools.is_empty() {
                 return self.answer_side_query(request, on_delta);
             }
+            let system = serde_json::to_string(request.system).unwrap_or_default();
+            if let Some((number, agent)) = self
+                .agents
+                .iter()
+                .enumerate()
+                .find(|(_, agent)| system.contains(&agent.script.when))
+            {
+                return self.play_agent(number, agent, request, on_delta);
+            }
             self.record(request);
+            if let Some(reply) = self.reaction(request) {
+                // Numbered apart from the main script's replies, so tool-use
+                // ids never repeat.
+                let index = 1_000_000 + self.reacted.fetch_add(1, Ordering::SeqCst);
+                return self.play_reply(&reply, index, on_delta);
+            }
             let index = self.next.fetch_add(1, Ordering::SeqCst);
             self.play(index, on_delta)
         })
