@@ -115,6 +115,11 @@ fn main() {
                 play!(s14_cron_scheduler, &session, now),
                 play!(s14_cron_scheduler, &session, course),
             ),
+            (
+                "s15",
+                play!(s15_agent_teams, &session, now),
+                play!(s15_agent_teams, &session, course),
+            ),
         ]
     });
 
