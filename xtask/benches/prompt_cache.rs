@@ -120,6 +120,11 @@ fn main() {
                 play!(s15_agent_teams, &session, now),
                 play!(s15_agent_teams, &session, course),
             ),
+            (
+                "s16",
+                play!(s16_autonomous_agents, &session, now),
+                play!(s16_autonomous_agents, &session, course),
+            ),
         ]
     });
 
