@@ -125,6 +125,11 @@ fn main() {
                 play!(s16_autonomous_agents, &session, now),
                 play!(s16_autonomous_agents, &session, course),
             ),
+            (
+                "s17",
+                play!(s17_worktree_isolation, &session, now),
+                play!(s17_worktree_isolation, &session, course),
+            ),
         ]
     });
 

@@ -131,8 +131,11 @@ async fn finished_work_is_told_after_the_next_rounds_results_and_only_once() {
     validate(&history).unwrap();
 
     // Both commands ended during round 2's tool call: both notifications
-    // follow that round's tool_result, in the same user message.
-    let found = notifications(&history);
+    // follow that round's tool_result, in the same user message. They come
+    // in the order the commands finished, which the gate leaves to chance,
+    // so the test sorts them by task id.
+    let mut found = notifications(&history);
+    found.sort_by(|a, b| a.1.cmp(&b.1));
     assert_eq!(found.len(), 2, "{found:?}");
     let message = &history[found[0].0];
     assert_eq!(found[0].0, found[1].0);
