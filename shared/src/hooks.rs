@@ -159,5 +159,16 @@ pub trait Hooks: Send {
         async {}
     }
     // ANCHOR_END: idle_hooks
+
+    // ANCHOR: slash_command
+    /// Answers a line the user typed that starts with `/` (lesson 19's
+    /// `/status` and `/help`) in the harness, without a model call: `Some`
+    /// is the text to show, and nothing enters the history. `None`, the
+    /// default, sends the line to the model like any prompt, so lessons that
+    /// know no commands behave as before.
+    fn slash_command(&mut self, _line: &str) -> Option<String> {
+        None
+    }
+    // ANCHOR_END: slash_command
 }
 // ANCHOR_END: hooks

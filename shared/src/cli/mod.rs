@@ -151,6 +151,17 @@ where
     Ok(code)
 }
 
+/// The lesson's answer to a `/` command, if the line is one the lesson
+/// knows ([`Hooks::slash_command`]).
+fn slash_command<H: Hooks>(agent: &mut Agent<H>, line: &str) -> Option<String> {
+    let line = line.trim();
+    if line.starts_with('/') {
+        agent.hooks.slash_command(line)
+    } else {
+        None
+    }
+}
+
 /// `-p` mode: one turn, then exit with its status. The last line on
 /// standard error sums up the input tokens the provider reported.
 async fn one_shot<H: Hooks>(
@@ -158,6 +169,10 @@ async fn one_shot<H: Hooks>(
     history: &mut Vec<Message>,
     prompt: &str,
 ) -> ExitCode {
+    if let Some(answer) = slash_command(agent, prompt) {
+        println!("{answer}");
+        return ExitCode::SUCCESS;
+    }
     match run_turn_printing(agent, history, prompt, None).await {
         Ok(outcome) => {
             if let Some(line) = usage_line(&outcome.usage) {

@@ -11,6 +11,10 @@
 //! starts the next turn. While a turn started by arriving work runs, the
 //! user's prompt stays open: what they type meanwhile runs next, and Ctrl-C
 //! cancels that turn.
+//!
+//! A line that starts with `/` is offered to [`Hooks::slash_command`]
+//! first; when the lesson answers it, the answer is printed and no turn
+//! runs.
 
 use std::collections::VecDeque;
 
@@ -98,7 +102,13 @@ pub(crate) async fn run<H: Hooks>(
         let result = match next {
             Next::Quit => break,
             Next::Line(line) if is_quit(&line) => break,
-            Next::Line(line) => run_turn_printing(agent, history, &line, None).await,
+            Next::Line(line) => {
+                if let Some(answer) = super::slash_command(agent, &line) {
+                    println!("{answer}");
+                    continue;
+                }
+                run_turn_printing(agent, history, &line, None).await
+            }
             Next::Work(work) => {
                 // The prompt is on screen with a read pending: the turn's
                 // output starts on a line of its own, and the prompt is
