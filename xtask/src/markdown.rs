@@ -227,6 +227,37 @@ pub fn shell_blocks(text: &str) -> Vec<ShellBlock> {
     out
 }
 
+/// A fenced or indented code block: where it starts and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeBlock {
+    pub line: usize,
+    pub code: String,
+}
+
+/// Every code block of the page, in order.
+pub fn code_blocks(text: &str) -> Vec<CodeBlock> {
+    let mut out = Vec::new();
+    let mut current: Option<CodeBlock> = None;
+    for (event, range) in Parser::new_ext(text, options()).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(_)) => {
+                current = Some(CodeBlock {
+                    line: line_at(text, range.start),
+                    code: String::new(),
+                });
+            }
+            Event::Text(t) => {
+                if let Some(block) = current.as_mut() {
+                    block.code.push_str(&t);
+                }
+            }
+            Event::End(TagEnd::CodeBlock) => out.extend(current.take()),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The chapter's motto: from the first line that starts `> *"`, the words
 /// between the quotes (straight or curly; `*` or `_` for the italics).
 /// Whatever follows the closing `"*` is not part of it.
