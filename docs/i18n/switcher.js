@@ -23,6 +23,10 @@
     { lang: 'ja', dir: 'ja/', label: '日本語' },
   ];
 
+  // Pages only the translations have (their glossaries): from one of
+  // them, English opens its book's first page instead.
+  const NOT_IN_ENGLISH = ['glossary.html'];
+
   const bar = document.querySelector('#mdbook-menu-bar .right-buttons');
   // mdBook sets path_to_root on every page: from this page to its book's root.
   if (!bar || typeof path_to_root !== 'string') {
@@ -36,9 +40,10 @@
     const here = new URL(window.location.href);
     here.hash = '';
     here.search = '';
-    const bookRoot = new URL(path_to_root, here);
+    // "" means this page's own directory; new URL("", here) would be the page.
+    const bookRoot = new URL(path_to_root || './', here);
     let page = here.href.startsWith(bookRoot.href) ? here.href.slice(bookRoot.href.length) : '';
-    if (page === '') {
+    if (page === '' || (edition.dir === '' && NOT_IN_ENGLISH.includes(page))) {
       page = 'index.html';
     }
     const up = '../'.repeat(current.dir.split('/').length - 1);

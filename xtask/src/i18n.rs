@@ -134,6 +134,8 @@ pub struct Phrases {
     pub lessons_title: &'static str,
     pub lessons_intro: &'static str,
     pub lessons_table: &'static str,
+    /// A chapter's motto in the lessons index.
+    pub motto: &'static str,
     pub tools_not_recorded: &'static str,
     /// `{count}` tools of which `{names}` are new.
     pub tools_with_new: &'static str,
@@ -193,6 +195,7 @@ pub const EN: Phrases = Phrases {
                     with `cargo xtask diff sNN`.",
     lessons_table: "| # | chapter | mechanism | motto | tools | lines of Rust | what changed |\n\
                     | ---: | --- | --- | --- | --- | ---: | --- |",
+    motto: "*\"{motto}\"*",
     tools_not_recorded: "not recorded",
     tools_with_new: "{count}, new: {names}",
     first_lesson: "first lesson",
@@ -251,6 +254,7 @@ pub const ZH: Phrases = Phrases {
                     用 `cargo run -p sNN_name` 运行某一课；用 `cargo xtask diff sNN` 查看它加入了什么。",
     lessons_table: "| # | 章 | 机制 | 格言 | 工具 | Rust 代码行数 | 改动了什么 |\n\
                     | ---: | --- | --- | --- | --- | ---: | --- |",
+    motto: "*“{motto}”*",
     tools_not_recorded: "未记录",
     tools_with_new: "{count}，新增：{names}",
     first_lesson: "第一课",
@@ -307,6 +311,7 @@ pub const JA: Phrases = Phrases {
                     `cargo run -p sNN_name` で実行でき、`cargo xtask diff sNN` で何が加わったかを確認できます。",
     lessons_table: "| # | 章 | 仕組み | モットー | ツール | Rust の行数 | 変更点 |\n\
                     | ---: | --- | --- | --- | --- | ---: | --- |",
+    motto: "*「{motto}」*",
     tools_not_recorded: "記録なし",
     tools_with_new: "{count}、新規：{names}",
     first_lesson: "最初のレッスン",

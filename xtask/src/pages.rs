@@ -321,7 +321,7 @@ impl<'a> Book<'a> {
                 .chapters
                 .get(index)
                 .and_then(|chapter| markdown::motto(&chapter.text))
-                .map(|m| format!("*\"{}\"*", escape_cell(&m)))
+                .map(|m| i18n::fill(p.motto, &[("motto", &escape_cell(&m))]))
                 .unwrap_or_default();
             let names = |tools: &[Tool]| -> Vec<String> {
                 tools.iter().map(|t| format!("`{}`", t.name)).collect()
