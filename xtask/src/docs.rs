@@ -72,7 +72,7 @@ pub fn build(root: &Path, serve: bool, lang: Option<&str>) -> Result<()> {
     let mdbook = find_or_install(root)?;
     let editions = i18n::editions(root);
     let chosen: Vec<&Edition> = match (serve, lang) {
-        (_, Some(name)) if name == "en" => vec![&i18n::ENGLISH],
+        (_, Some("en")) => vec![&i18n::ENGLISH],
         (_, Some(name)) => vec![i18n::translation(name)?],
         (true, None) => vec![&i18n::ENGLISH],
         (false, None) => editions,
