@@ -15,6 +15,7 @@ use shared::text::plural;
 use shared::tools::Workspace;
 
 use crate::hook_registry::HookRegistry;
+use crate::mcp::McpHub;
 use crate::permission::{Approver, Decision, PermissionGate};
 
 /// Outputs longer than this many characters get a warning.
@@ -27,12 +28,13 @@ pub const LARGE_OUTPUT_CHARS: usize = 20_000;
 
 // ANCHOR: register
 /// Registers this lesson's hooks, in the order they run; they report to
-/// `notices`.
+/// `notices`, and the permission gate knows the MCP tools of `mcp`.
 pub fn register(
     registry: &mut HookRegistry,
     workspace: &Workspace,
     notices: &Notices,
     approver: Box<dyn Approver>,
+    mcp: &McpHub,
 ) {
     registry.on_user_prompt_submit(context_hook(
         workspace.root().to_path_buf(),
@@ -43,6 +45,7 @@ pub fn register(
     registry.on_pre_tool_use(permission_hook(PermissionGate::new(
         workspace.clone(),
         approver,
+        mcp.clone(),
     )));
     registry.on_pre_tool_use(log_pre_tool_use(notices.clone()));
     registry.on_post_tool_use(log_post_tool_use(notices.clone()));

@@ -14,6 +14,7 @@ use crate::compact::Compactor;
 use crate::cron::{self, CronScheduler};
 use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::hook_registry::HookRegistry;
+use crate::mcp::{self, McpHub, McpSync};
 use crate::memory::MemorySystem;
 use crate::prompt::{
     ConversationBreakpoints, PromptAssembler, Section, log_cache_usage, mark_last_tool, sources,
@@ -33,7 +34,7 @@ use crate::worktrees::{self, WorktreeManager};
 /// `before_model_call` and `call_model` share, the memory layer, the
 /// assembler that builds the system prompt from all of them, the
 /// recovery around `call_model`, the commands running in the background,
-/// the cron scheduler, and the team.
+/// the cron scheduler, the team, and the MCP servers.
 pub struct LessonHooks {
     tools: ToolRegistry,
     /// The context every tool call gets.
@@ -53,26 +54,37 @@ pub struct LessonHooks {
     cron: CronScheduler,
     /// The teammates, their mailboxes and protocols.
     team: Team,
+    /// The connections to MCP servers, and what of their tools the
+    /// dispatch map has.
+    mcp: McpHub,
+    mcp_sync: McpSync,
 }
 
 impl LessonHooks {
     /// Hooks working in the setup's workspace, with the five base tools
     /// (`bash` able to run in the background), `todo_write`, `compact`,
     /// `load_skill`, `task`, the five task-board tools, the three cron
-    /// tools, the five team tools, the four worktree tools, and this
+    /// tools, the five team tools, the four worktree tools, the two MCP
+    /// tools (and the connected servers' tools), and this
     /// lesson's hooks, reporting to the setup's notices,
     /// asking `options.approver` before risky calls, and keeping memories.
     /// `setup.model` is expected to be `recovery`'s model stack (see
     /// [`crate::build`]). Fails only when a skills directory was named that
     /// does not exist.
     pub fn new(setup: &Setup, options: Options, recovery: Recovery) -> anyhow::Result<Self> {
+        // ANCHOR: register_mcp_gate
+        // The MCP servers of the workspace, known before the hooks: the
+        // permission gate asks by what each server says of its tools.
+        let mcp = McpHub::new(setup.workspace.root(), setup.notices.clone(), options.mcp);
         let mut registry = HookRegistry::new();
         builtin_hooks::register(
             &mut registry,
             &setup.workspace,
             &setup.notices,
             options.approver,
+            &mcp,
         );
+        // ANCHOR_END: register_mcp_gate
         let registry = Arc::new(Mutex::new(registry));
         let mut tools = base_tools();
         // ANCHOR: register_background
@@ -143,6 +155,11 @@ impl LessonHooks {
         team::tools::register(&mut tools, &team);
         worktrees::tools::register(&mut tools, &worktrees);
         // ANCHOR_END: register_team
+        // ANCHOR: register_mcp
+        // `connect_mcp` and `list_mcp`, last of the built-in tools; the
+        // servers' tools come after them, once connected.
+        mcp::tools::register(&mut tools, &mcp);
+        // ANCHOR_END: register_mcp
         Ok(Self {
             tools,
             context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
@@ -157,6 +174,8 @@ impl LessonHooks {
             background,
             cron,
             team,
+            mcp,
+            mcp_sync: McpSync::default(),
         })
     }
 
@@ -196,6 +215,11 @@ impl LessonHooks {
         &self.cron
     }
 
+    /// The MCP servers, to see what is connected.
+    pub fn mcp(&self) -> &McpHub {
+        &self.mcp
+    }
+
     /// The system prompt's assembler, to see its key and counts.
     pub fn prompt(&self) -> &PromptAssembler {
         &self.prompt
@@ -212,6 +236,8 @@ impl LessonHooks {
             sources::tools(self.tools.names()),
             sources::planning(&self.tools),
             Section::new("skills", self.skill_catalog.clone()),
+            // Which MCP servers there are; changes only with a connection.
+            Section::new("mcp", self.mcp.prompt_section()),
             // The memory index, read from MEMORY.md for each request.
             Section::new("memory", self.memory.system_section().unwrap_or_default()),
         ]
@@ -276,6 +302,18 @@ impl Hooks for LessonHooks {
 
     // ANCHOR: compaction
     async fn before_model_call(&mut self, history: &mut Vec<Message>) {
+        // ANCHOR: mcp_sync
+        // The MCP tools into the dispatch map if they changed (a server
+        // connected, changed its list or died), before the system prompt
+        // and the tools of this call are read from it.
+        self.mcp.settle().await;
+        if self.mcp_sync.sync(&mut self.tools, &self.mcp) {
+            self.context.notices.emit(
+                mcp::MCP_TAG,
+                format!("tool pool rebuilt: {} MCP tools", self.mcp.tools().len()),
+            );
+        }
+        // ANCHOR_END: mcp_sync
         // Compaction first, so a reminder added now is not compacted away.
         self.compactor.before_model_call(history).await;
         if self.todos.remind_if_due(history) {
@@ -343,6 +381,8 @@ impl Hooks for LessonHooks {
     async fn on_exit(&mut self) {
         self.background.stop_all().await;
         self.team.stop_all().await;
+        // No MCP server outlives the session.
+        self.mcp.stop_all().await;
     }
     // ANCHOR_END: notifications
 }

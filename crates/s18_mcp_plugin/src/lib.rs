@@ -23,6 +23,7 @@ pub mod cron;
 pub mod dispatch;
 pub mod hook_registry;
 pub mod hooks;
+pub mod mcp;
 pub mod memory;
 pub mod permission;
 pub mod prompt;
@@ -42,6 +43,7 @@ use shared::cli::{Lesson, Setup};
 use compact::CompactConfig;
 use cron::{Clock, SystemClock};
 pub use hooks::LessonHooks;
+pub use mcp::McpOptions;
 use permission::{Approver, TerminalApprover};
 use recovery::{Recovery, RecoveryPolicy};
 pub use skills::SkillsArgs;
@@ -76,6 +78,9 @@ pub struct Options {
     /// How idle teammates scan the task board, and how long their claims
     /// hold.
     pub autonomy: Autonomy,
+    /// How long MCP servers may take to start and to answer, and servers
+    /// configured besides `.mcp.json`'s.
+    pub mcp: McpOptions,
 }
 
 impl Default for Options {
@@ -87,6 +92,7 @@ impl Default for Options {
             recovery: RecoveryPolicy::default(),
             clock: Arc::new(SystemClock),
             autonomy: Autonomy::default(),
+            mcp: McpOptions::default(),
         }
     }
 }

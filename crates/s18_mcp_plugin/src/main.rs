@@ -4,6 +4,7 @@ use std::sync::Arc;
 use clap::Parser;
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ZonedDateTime};
+use s18_mcp_plugin::McpOptions;
 use s18_mcp_plugin::compact::CompactConfig;
 use s18_mcp_plugin::cron::StartedClock;
 use s18_mcp_plugin::permission::ApproveAll;
@@ -64,6 +65,7 @@ async fn main() -> ExitCode {
         options.skills = args.skills.or_lookup(shared::settings::from_env);
         options.compact = CompactConfig::from_lookup(shared::settings::from_env)?;
         options.recovery = RecoveryPolicy::from_lookup(shared::settings::from_env)?;
+        options.mcp = McpOptions::from_lookup(shared::settings::from_env)?;
         s18_mcp_plugin::build(setup, options)
     })
     .await

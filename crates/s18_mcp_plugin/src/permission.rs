@@ -4,8 +4,9 @@
 //!    refused outright. Nobody is asked, and no flag overrides it.
 //! 2. **Ask rules.** A call that matches one of the rules in [`check_rules`]
 //!    (a file path outside the workspace, a `bash` command containing one of
-//!    [`ASK_PATTERNS`], from lesson 15 every `spawn_teammate`) needs the
-//!    user's approval.
+//!    [`ASK_PATTERNS`], from lesson 15 every `spawn_teammate`, from lesson 18
+//!    every `connect_mcp` and every MCP tool its server does not claim is
+//!    read-only) needs the user's approval.
 //! 3. **The user's answer.** An [`Approver`] decides: the terminal asks
 //!    `Allow? [y/N]`, `--yes` approves in advance, tests script the answers.
 //!
@@ -24,6 +25,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use shared::cli::{TerminalAnswer, ask_yes_no, describe_input, show_answered};
 use shared::protocol::ToolUse;
 use shared::tools::{PathError, Workspace};
+
+use crate::mcp::McpHub;
 
 // ANCHOR: lists
 /// Text that must never appear in a `bash` command.
@@ -92,14 +95,18 @@ pub trait Approver: Send {
 pub struct PermissionGate {
     workspace: Workspace,
     approver: Box<dyn Approver>,
+    /// The MCP servers, which say which of their tools are read-only.
+    mcp: McpHub,
 }
 
 impl PermissionGate {
-    /// A gate for tools working in `workspace`, asking `approver`.
-    pub fn new(workspace: Workspace, approver: Box<dyn Approver>) -> Self {
+    /// A gate for tools working in `workspace`, asking `approver`, with
+    /// the MCP tools of `mcp`.
+    pub fn new(workspace: Workspace, approver: Box<dyn Approver>, mcp: McpHub) -> Self {
         Self {
             workspace,
             approver,
+            mcp,
         }
     }
 
@@ -113,8 +120,11 @@ impl PermissionGate {
                 "Permission denied: '{pattern}' is on the deny list, so this command was not run."
             ));
         }
-        // Gate 2: does a rule say to ask?
-        let Some(reason) = check_rules(&self.workspace, call) else {
+        // Gate 2: does a rule say to ask? Lesson 18: an MCP tool asks by
+        // what its server claims about it.
+        let reason =
+            check_rules(&self.workspace, call).or_else(|| self.mcp.approval_reason(&call.name));
+        let Some(reason) = reason else {
             return Decision::Allow;
         };
         // Gate 3: ask.
@@ -159,8 +169,16 @@ pub fn check_rules(workspace: &Workspace, call: &ToolUse) -> Option<&'static str
     if call.name == SPAWN_TEAMMATE {
         return Some("Starting a teammate (another agent working in this workspace)");
     }
+    // Lesson 18: connecting a server runs the program `.mcp.json` names,
+    // and a checked-out repository can bring its own `.mcp.json`.
+    if call.name == CONNECT_MCP {
+        return Some("Starting an MCP server (runs the command .mcp.json names)");
+    }
     None
 }
+
+/// The tool that starts an MCP server (lesson 18), which always asks first.
+pub const CONNECT_MCP: &str = crate::mcp::tools::CONNECT_MCP;
 
 /// The tool that starts a teammate (lesson 15), which always asks first.
 pub const SPAWN_TEAMMATE: &str = "spawn_teammate";
