@@ -1,20 +1,21 @@
-//! # Lesson 17: worktree isolation
+//! # Lesson 18: MCP plugins
 //!
-//! Lessons 15 and 16 say who works on what; nothing yet says *where*. Two
-//! teammates in one checkout overwrite each other's files and see each
-//! other's half-done changes. This lesson gives each task its own git
-//! worktree — a second checkout of the repository in `.worktrees/<name>`,
-//! on its own branch `wt/<name>` — through the git CLI. The lead creates
-//! worktrees bound to tasks; a teammate that claims a bound task runs every
-//! file and shell tool inside that worktree, confined to it as lesson 2
-//! confines tools to the workspace. Removing a worktree is refused while it
-//! holds work that would be lost, and every change is logged in
-//! `.worktrees/events.jsonl` after git succeeded. The loop does not change.
+//! Every tool so far was written into the harness. The Model Context
+//! Protocol lets any program offer tools instead: the agent starts it as a
+//! child process, speaks JSON-RPC with it over standard input and output
+//! (through rmcp, the protocol's official Rust SDK), lists its tools and
+//! calls them. This lesson reads the servers from `.mcp.json`, connects one
+//! on `connect_mcp`, and puts its tools in the same dispatch map as every
+//! other tool, as `mcp__<server>__<tool>`, after the built-in ones so the
+//! cached request prefix stays. The permission gate asks by what a server
+//! claims about its tools; notifications, server requests (`roots/list`),
+//! timeouts and servers that die are all handled, and every server is
+//! stopped when the session ends. Only the lead gets MCP tools. The loop
+//! does not change.
 //!
-//! Start reading at [`worktrees`]: [`worktrees::manager`] for the
-//! operations, [`worktrees::name`] for the names, [`worktrees::tools`] for
-//! what the lead sees. Then `place` in [`team::teammate`], where a
-//! teammate's tools move into the worktree of the task it holds.
+//! Start reading at [`mcp`]: [`mcp::McpHub::connect`] and
+//! [`mcp::McpHub::call`], then [`mcp::client`] for what a server sends on
+//! its own and [`mcp::tools`] for how its tools reach the dispatch map.
 
 pub mod background;
 pub mod builtin_hooks;

@@ -1,9 +1,10 @@
-//! Lesson 17's demo, as the chapter runs it: no key, so the demo model
-//! plays `demo.json` against the real harness and real git, with `--yes`
-//! standing in for the user confirming each teammate. The demo makes the
-//! scratch directory a repository, binds two tasks to two worktrees, and
-//! two teammates each write and commit `config.py` in theirs; the main
-//! checkout never gets one. The demo runs twice in the same directory.
+//! Lesson 18's demo, as the chapter runs it: no key, so the demo model
+//! plays `demo.json` against the real harness and a real MCP server — the
+//! course's example server, which the test binary runs itself as (the
+//! `.mcp.json` the test writes names it; the demo writes one only where
+//! there is none). `--yes` stands in for the user approving the server's
+//! start and the destructive call. The demo runs twice in the same
+//! directory.
 
 use std::path::Path;
 use std::time::Duration;
@@ -41,8 +42,13 @@ async fn read_until_all(
 }
 
 #[tokio::test]
-async fn the_demo_team_works_in_two_worktrees_and_the_main_checkout_stays_clean() {
+async fn the_demo_connects_the_docs_server_calls_its_tools_and_asks_before_the_destructive_one() {
     let dir = tempfile::tempdir().unwrap();
+    let server = support::example_server();
+    let config = serde_json::json!({"mcpServers": {"docs": {
+        "command": server.command, "args": server.args, "env": server.env
+    }}});
+    std::fs::write(dir.path().join(".mcp.json"), config.to_string()).unwrap();
     play(dir.path()).await;
     play(dir.path()).await;
 }
@@ -54,56 +60,48 @@ async fn play(dir: &Path) {
     let mut seen = String::new();
 
     stdin
-        .write_all(b"Refactor the authentication module and the login page in parallel without the changes interfering\n")
+        .write_all(b"What documentation tools can you use?\n")
         .await
         .unwrap();
-    stdin.write_all(b"Go ahead\n").await.unwrap();
     read_until_all(
         &mut stderr,
         &[
-            "[worktree] created auth at .worktrees/auth, branch wt/auth, task 1",
-            "[worktree] created ui at .worktrees/ui, branch wt/ui, task 2",
-            "[tasks] completed 1:",
-            "[tasks] completed 2:",
+            "[hook] PostToolUse: list_mcp",
+            "Starting an MCP server",
+            "[mcp] connected docs (course-docs",
+            "[mcp] tool pool rebuilt: 9 MCP tools",
         ],
-        &mut seen,
-    )
-    .await;
-    assert!(dir.join(".worktrees/auth/config.py").exists());
-    assert!(dir.join(".worktrees/ui/config.py").exists());
-    assert!(
-        !dir.join("config.py").exists(),
-        "the main checkout is untouched"
-    );
-
-    stdin.write_all(b"Show the worktrees\n").await.unwrap();
-    read_until_all(
-        &mut stderr,
-        &["[hook] PostToolUse: list_worktrees"],
         &mut seen,
     )
     .await;
     stdin
-        .write_all(b"Clean up and stop the team\n")
+        .write_all(b"Search the docs for the worktree cleanup policy.\n")
         .await
         .unwrap();
     read_until_all(
         &mut stderr,
+        &["[hook] PostToolUse: mcp__docs__search_docs returned output"],
+        &mut seen,
+    )
+    .await;
+    stdin.write_all(b"Delete the deploy doc.\n").await.unwrap();
+    read_until_all(
+        &mut stderr,
         &[
-            "[worktree] removed the worktree `auth` and its branch wt/auth",
-            "[worktree] removed the worktree `ui` and its branch wt/ui",
-            "alice accepted shutdown",
-            "bob accepted shutdown",
+            "MCP tool its server marks destructive",
+            "[hook] PostToolUse: mcp__docs__delete_doc returned output",
         ],
         &mut seen,
     )
     .await;
+    let pid_line = seen.clone();
     drop(stdin);
     let output = tokio::time::timeout(DEADLINE, child.wait_with_output())
         .await
         .expect("the demo exits at end of input")
         .unwrap();
     assert!(output.status.success(), "{seen}");
-    assert!(!dir.join(".worktrees/auth").exists());
-    assert!(!dir.join("config.py").exists());
+    assert!(!pid_line.contains("failed to connect"), "{seen}");
+    // The server's standard error went to its log, not to the terminal.
+    assert!(dir.join(".mcp_logs/docs.log").exists());
 }

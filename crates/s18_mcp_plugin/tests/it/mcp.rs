@@ -610,6 +610,7 @@ impl Observer for KillOnWait {
     }
 }
 
+// ANCHOR: killed
 #[tokio::test]
 async fn a_server_killed_mid_call_gives_an_error_result_and_the_session_goes_on() {
     let dir = tempfile::tempdir().unwrap();
@@ -664,6 +665,7 @@ async fn a_server_killed_mid_call_gives_an_error_result_and_the_session_goes_on(
     agent.finish(&mut Recorder::default()).await;
     assert!(!alive(new_pid));
 }
+// ANCHOR_END: killed
 
 #[tokio::test]
 async fn a_name_made_equal_by_normalising_is_refused_not_shadowed() {
