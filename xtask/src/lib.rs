@@ -4,7 +4,8 @@
 //! - `diff`: what one lesson crate changed against another;
 //! - `docs`: regenerate the book's generated pages and build the book;
 //! - `check`: the book and the lessons agree (also run by `tests/it/book.rs`,
-//!   so `cargo test --workspace` catches the same problems).
+//!   so `cargo test --workspace` catches the same problems);
+//! - `fork`: one lesson as a standalone Cargo project, outside the course.
 //!
 //! It is a library as well as a binary so that the checks run from a test.
 
@@ -12,6 +13,7 @@ pub mod check;
 pub mod diff;
 pub mod docs;
 pub mod flags;
+pub mod fork;
 pub mod lessons;
 pub mod manifest;
 pub mod markdown;

@@ -2,7 +2,10 @@
 //! follow (see rule 7 in `xtask::check`).
 //! - [`book`]: the real repository passes `cargo xtask check`;
 //! - [`fixture`]: the generator and every check rule, on a made-up
-//!   repository.
+//!   repository;
+//! - [`fork`]: `cargo xtask fork` writes lessons that build, test and run
+//!   on their own.
 
 mod book;
 mod fixture;
+mod fork;
