@@ -7,7 +7,8 @@
 //!   current (also run by `tests/it/book.rs`, so `cargo test --workspace`
 //!   catches the same problems);
 //! - `translation`: the state of each translated page, and `stamp` to
-//!   record that one was brought up to date with its English source.
+//!   record that one was brought up to date with its English source;
+//! - `fork`: one lesson as a standalone Cargo project, outside the course.
 //!
 //! It is a library as well as a binary so that the checks run from a test.
 
@@ -15,6 +16,7 @@ pub mod check;
 pub mod diff;
 pub mod docs;
 pub mod flags;
+pub mod fork;
 pub mod i18n;
 pub mod lessons;
 pub mod manifest;

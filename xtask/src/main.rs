@@ -1,11 +1,12 @@
 //! `cargo xtask`: see the library's documentation for what each task does.
 
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
-use xtask::{check, diff, docs, i18n, lessons, repo_root};
+use xtask::{check, diff, docs, fork, i18n, lessons, repo_root};
 
 #[derive(Parser)]
 #[command(about = "Tasks of the Rust agent course: lesson diffs, the book, its checks.")]
@@ -43,6 +44,17 @@ enum Task {
     Translation {
         #[command(subcommand)]
         task: TranslationTask,
+    },
+    /// Copy one lesson, with `shared` and what it reads at run time, into a
+    /// standalone Cargo project that refers to nothing in this repository.
+    Fork {
+        /// The lesson (s08, 8, s08_context_compact).
+        lesson: String,
+        /// A new or empty directory outside this repository.
+        dest: PathBuf,
+        /// The crate's name in the fork (default: the lesson's).
+        #[arg(long)]
+        name: Option<String>,
     },
 }
 
@@ -133,6 +145,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             eprintln!("{} problem(s)", problems.len());
             Ok(ExitCode::FAILURE)
+        }
+        Task::Fork { lesson, dest, name } => {
+            let all = lessons::discover(&root)?;
+            let lesson = lessons::find(&all, &lesson)?;
+            let forked = fork::fork(&root, lesson, &dest, name.as_deref())?;
+            eprintln!(
+                "forked {lesson} into {} as {}",
+                forked.dir.display(),
+                forked.name
+            );
+            eprintln!("  cd {} && cargo run", forked.dir.display());
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

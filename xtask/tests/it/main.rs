@@ -4,8 +4,11 @@
 //! - [`fixture`]: the generator and every check rule, on a made-up
 //!   repository;
 //! - [`translation`]: the same made-up repository with a Chinese edition:
-//!   its generated pages and the rules for translations.
+//!   its generated pages and the rules for translations;
+//! - [`fork`]: `cargo xtask fork` writes lessons that build, test and run
+//!   on their own.
 
 mod book;
 mod fixture;
+mod fork;
 mod translation;

@@ -1,0 +1,347 @@
+//! `cargo xtask fork s08 ../my-agent`: one lesson as a Cargo project of its
+//! own, which builds and tests with nothing from this repository.
+//!
+//! A lesson crate cannot simply be copied out: its `Cargo.toml` inherits
+//! from the workspace root, and it stands on `shared`. The fork is a small
+//! workspace laid out like the course, so every path the lesson computes
+//! from its manifest (`../../skills`) still lands on what it means:
+//!
+//! ```text
+//! my-agent/
+//!   Cargo.toml      [workspace]: members shared and the lesson; the course's profiles
+//!   Cargo.lock      the course's lock, trimmed to these two members
+//!   README.md       where the stage came from, how to run and test it
+//!   crates/NAME/    the lesson: sources, tests and snapshots, demo.json
+//!   shared/         the course's shared crate, unchanged but for its manifest
+//!   skills/         …and any top-level folder the lesson reads at run time
+//! ```
+//!
+//! Both manifests are rewritten with everything they inherited written out
+//! ([`inherit`]); the lock keeps the course's versions, so the fork builds
+//! offline from the registry cache with `--locked` ([`lockfile`]). With a
+//! new name, the crate name is replaced in every file of the lesson, as
+//! `cargo xtask diff` replaces it when it compares two lessons.
+
+pub mod inherit;
+pub mod lockfile;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::lessons::{self, Lesson};
+use crate::manifest::Manifest;
+use crate::rust_items;
+
+/// Where the lesson goes in the fork: two levels down, as in the course.
+pub const LESSON_PARENT: &str = "crates";
+
+/// What was written.
+#[derive(Debug)]
+pub struct Forked {
+    /// The fork's root directory.
+    pub dir: PathBuf,
+    /// The crate's name in the fork.
+    pub name: String,
+    /// The top-level folders copied because the lesson reads them.
+    pub resources: Vec<String>,
+}
+
+// ANCHOR: fork
+/// Writes `lesson` of the course at `root` into `dest` as a standalone
+/// project, its crate called `name` (default: the lesson's own name).
+pub fn fork(root: &Path, lesson: &Lesson, dest: &Path, name: Option<&str>) -> Result<Forked> {
+    let name = name.unwrap_or(&lesson.name).to_string();
+    check_name(&name)?;
+    check_destination(root, dest)?;
+
+    let member = format!("{LESSON_PARENT}/{name}");
+    let inherited = inherit::Inherited::parse(&read(&root.join("Cargo.toml"))?)?;
+
+    // The lesson, renamed throughout, and `shared` as it is.
+    let rename = |text: &str| text.replace(&lesson.name, &name);
+    copy_tree(&lesson.dir, &dest.join(&member), &rename)?;
+    copy_tree(&root.join("shared"), &dest.join("shared"), &|text| {
+        text.to_string()
+    })?;
+    for (dir, depth) in [(member.as_str(), 2), ("shared", 1)] {
+        let manifest = dest.join(dir).join("Cargo.toml");
+        let text = inherit::write_out(&read(&manifest)?, &inherited, depth)
+            .with_context(|| format!("writing out {dir}/Cargo.toml"))?;
+        write(&manifest, &text)?;
+    }
+
+    let resources = resources(root, lesson)?;
+    for resource in &resources {
+        copy_tree(&root.join(resource), &dest.join(resource), &|text| {
+            text.to_string()
+        })?;
+    }
+    // Clippy reads its settings from the nearest clippy.toml above a crate.
+    if root.join("clippy.toml").is_file() {
+        std::fs::copy(root.join("clippy.toml"), dest.join("clippy.toml"))?;
+    }
+
+    write(
+        &dest.join("Cargo.toml"),
+        &root_manifest(&read(&root.join("Cargo.toml"))?, &member)?,
+    )?;
+    let lock = lockfile::trim(
+        &read(&root.join("Cargo.lock"))?,
+        &[&lesson.name, "shared"],
+        &[(&lesson.name, &name)],
+    )?;
+    write(&dest.join("Cargo.lock"), &lock)?;
+    write(&dest.join(".gitignore"), GITIGNORE)?;
+    write(
+        &dest.join("README.md"),
+        &readme(root, lesson, &name, &resources)?,
+    )?;
+
+    Ok(Forked {
+        dir: dest.to_path_buf(),
+        name,
+        resources,
+    })
+}
+// ANCHOR_END: fork
+
+/// A crate name that is also the Rust identifier `extern crate … as lesson`
+/// uses, so one replacement renames manifest, binary and code alike.
+fn check_name(name: &str) -> Result<()> {
+    let valid = name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !valid {
+        bail!(
+            "{name:?} is not a crate name a fork can take: use lowercase letters, digits and \
+             underscores, starting with a letter (my_agent)"
+        );
+    }
+    if name == "shared" {
+        bail!("the fork already has a crate called shared; pick another name");
+    }
+    Ok(())
+}
+
+/// Refuses a directory with anything in it, and one inside the course
+/// (it would become part of the course's workspace).
+fn check_destination(root: &Path, dest: &Path) -> Result<()> {
+    if dest.exists() {
+        let mut entries = std::fs::read_dir(dest)
+            .with_context(|| format!("{} is not a directory", dest.display()))?;
+        if entries.next().is_some() {
+            bail!(
+                "{} is not empty; fork into a new or empty directory",
+                dest.display()
+            );
+        }
+    }
+    let root = root.canonicalize()?;
+    // The destination may not exist yet: compare its nearest existing
+    // ancestor, canonicalised, with the rest of the path appended.
+    let mut existing = dest.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        let Some(name) = existing.file_name() else {
+            break;
+        };
+        rest.push(name.to_os_string());
+        existing.pop();
+    }
+    let mut full = if existing.as_os_str().is_empty() {
+        std::env::current_dir()?
+    } else {
+        existing.canonicalize()?
+    };
+    full.extend(rest.iter().rev());
+    if full.starts_with(&root) {
+        bail!(
+            "{} is inside the course's repository; fork into a directory outside it",
+            dest.display()
+        );
+    }
+    Ok(())
+}
+
+/// The top-level folders of the course the lesson reads at run time: those
+/// its files reach from the crate directory as `../../NAME` (the skills of
+/// lesson 7 and later).
+fn resources(root: &Path, lesson: &Lesson) -> Result<Vec<String>> {
+    let mut found = Vec::new();
+    for path in lessons::all_files(&lesson.dir)? {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        for (at, _) in text.match_indices("../../") {
+            let name: String = text[at + 6..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                .collect();
+            let own = ["crates", "shared", "target", "xtask", "docs"];
+            if !name.is_empty()
+                && !own.contains(&name.as_str())
+                && root.join(&name).is_dir()
+                && !found.contains(&name)
+            {
+                found.push(name);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Whether a file of the course belongs in a fork: not build output, not
+/// hidden runtime state, not an editor backup or a pending snapshot.
+fn is_copied(relative: &Path) -> bool {
+    let text = relative.to_string_lossy();
+    relative.components().all(|part| {
+        let part = part.as_os_str().to_string_lossy();
+        !(part.starts_with('.') || part == "target")
+    }) && ![".rs.bk", ".pending-snap", ".snap.new"]
+        .iter()
+        .any(|suffix| text.ends_with(suffix))
+}
+
+/// Copies `from` into `to`, passing every UTF-8 file's text (and every
+/// path) through `edit`.
+fn copy_tree(from: &Path, to: &Path, edit: &dyn Fn(&str) -> String) -> Result<()> {
+    for path in lessons::all_files(from)? {
+        let relative = path.strip_prefix(from)?;
+        if !is_copied(relative) {
+            continue;
+        }
+        let target = to.join(edit(&relative.to_string_lossy()));
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let bytes = match String::from_utf8(bytes) {
+            Ok(text) => edit(&text).into_bytes(),
+            Err(err) => err.into_bytes(),
+        };
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&target, bytes).with_context(|| format!("writing {}", target.display()))?;
+    }
+    Ok(())
+}
+
+/// The fork's own root manifest: the course's, with its members replaced
+/// by the two crates and nothing left to inherit (the members write it out).
+/// Profiles and the resolver stay, with their comments.
+fn root_manifest(course: &str, member: &str) -> Result<String> {
+    let mut doc: toml_edit::DocumentMut = course.parse().context("parsing Cargo.toml")?;
+    let Some(workspace) = doc.get_mut("workspace").and_then(|w| w.as_table_mut()) else {
+        bail!("the course's Cargo.toml has no [workspace]");
+    };
+    for key in ["package", "dependencies", "lints", "exclude"] {
+        workspace.remove(key);
+    }
+    let mut members = toml_edit::Array::new();
+    members.push("shared");
+    members.push(member);
+    workspace.insert("members", toml_edit::value(members));
+    // `cargo run` and `cargo test` at the root mean the lesson.
+    let mut default = toml_edit::Array::new();
+    default.push(member);
+    workspace.insert("default-members", toml_edit::value(default));
+    doc.decor_mut()
+        .set_prefix("# Forked from the Rust agent course by `cargo xtask fork`; see README.md.\n");
+    Ok(doc.to_string())
+}
+
+const GITIGNORE: &str = "/target\n**/*.rs.bk\n.env\n*.pending-snap\n*.snap.new\n";
+
+/// The fork's README: where it came from and the two commands.
+fn readme(root: &Path, lesson: &Lesson, name: &str, resources: &[String]) -> Result<String> {
+    let lib = read(&lesson.dir.join("src/lib.rs"))?;
+    let title = rust_items::lesson_title(&lib).unwrap_or_else(|| lesson.name.clone());
+    let description = Manifest::parse(&read(&lesson.dir.join("Cargo.toml"))?)
+        .description
+        .map_or(String::new(), |(_, text)| format!("\n> {text}\n"));
+    let commit = match commit(root) {
+        Some((commit, false)) => format!(", at commit `{commit}`"),
+        Some((commit, true)) => format!(", at commit `{commit}` with uncommitted changes"),
+        None => String::new(),
+    };
+    let renamed = if name == lesson.name {
+        String::new()
+    } else {
+        format!(" (there called `{}`)", lesson.name)
+    };
+    let resources = if resources.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = resources.iter().map(|r| format!("`{r}/`")).collect();
+        format!(
+            "\n{} came along because the lesson reads it at run time.\n",
+            list.join(", ")
+        )
+    };
+    Ok(format!(
+        "# {name}
+
+A stage of the Rust agent course made your own: lesson {number}, *{title}*{renamed}, \
+forked by `cargo xtask fork`{commit}.
+{description}
+```sh
+cargo run                  # the REPL (the demo model plays when no model is configured)
+cargo test                 # the lesson's tests, offline
+```
+
+`cargo run -- --demo --workdir /tmp/play -p \"…\"` runs one request with the demo model
+in a scratch directory; `cargo run -- --help` lists the flags. A real model is configured
+as in the course: `ANTHROPIC_API_KEY` (and `MODEL_ID`), or `OPENAI_BASE_URL` for an
+OpenAI-compatible server, in the environment or in a `.env` file.
+
+## Where things are
+
+- `{LESSON_PARENT}/{name}/`: the lesson (`src/lib.rs` says where to start reading; the
+  tests are in `tests/it/`, the demo script in `demo.json`).
+- `shared/`: the ground the lesson stands on (the agent loop, models, base tools, the
+  terminal), as the course has it; `cargo test -p shared` runs its tests.
+{resources}
+Nothing here refers back to the course: each manifest writes out the versions, features
+and lints it used to inherit, and `Cargo.lock` pins the versions the course was tested
+with, so `cargo build --offline --locked` works from a warm registry cache.
+
+The chapter that explains this stage is `docs/src/{chapter}` in the course's repository
+(and what it changed since the lesson before, `docs/src/{changes}`).
+",
+        number = lesson.number,
+        chapter = lesson.chapter_file(),
+        changes = lesson.changes_file(),
+    ))
+}
+
+/// The course's current commit and whether its tree has changes, if git
+/// can tell.
+fn commit(root: &Path) -> Option<(String, bool)> {
+    let git = |args: &[&str]| {
+        let output = Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .output()
+            .ok()?;
+        output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"])?;
+    let dirty = git(&["status", "--porcelain"]).is_some_and(|status| !status.is_empty());
+    Some((commit, dirty))
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}

@@ -1,0 +1,353 @@
+//! `cargo xtask fork`: every lesson forks into a tree that refers to nothing
+//! outside itself; the first, a middle and the newest lesson, forked, build,
+//! pass their own tests and run their demo there, offline and `--locked`;
+//! a new name reaches every place that names the crate; unknown lessons,
+//! bad names and occupied or in-repository destinations are refused.
+//!
+//! The three forks build under `target/fork-tests`, in a target directory
+//! of their own that they share, so the dependencies build once. Not the
+//! workspace's `target/`: this test runs inside a `cargo test` that holds
+//! that directory's build lock while it compiles (cargo 1.95 lets go of it
+//! before it runs the tests, but nothing promises that), and the forks'
+//! dependencies are resolved with other features than the workspace's, so
+//! little could be shared anyway. Each fork is written to a temporary
+//! directory, as a user would, then synced into `target/fork-tests/NAME`
+//! file by file, rewriting only what changed: cargo decides what to rebuild
+//! by modification times, so a second run compiles nothing.
+
+// The helpers below are test code too: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Output};
+
+use tempfile::TempDir;
+use xtask::fork::{self, inherit};
+use xtask::lessons::{self, Lesson};
+
+fn root() -> PathBuf {
+    xtask::repo_root()
+}
+
+fn lessons() -> Vec<Lesson> {
+    lessons::discover(&root()).unwrap()
+}
+
+/// `lesson` forked into a new temporary directory (the fork is its
+/// `fork` subdirectory, so the destination does not exist beforehand).
+fn forked(lesson: &str, name: Option<&str>) -> (TempDir, PathBuf) {
+    let all = lessons();
+    let lesson = lessons::find(&all, lesson).unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let dest = temp.path().join("fork");
+    fork::fork(&root(), lesson, &dest, name).unwrap();
+    (temp, dest)
+}
+
+/// `path` with `.` and `..` taken away, without touching the disk.
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The directory of the nearest `Cargo.toml` at or above `file`.
+fn crate_dir(file: &Path) -> PathBuf {
+    let mut dir = file.parent().unwrap().to_path_buf();
+    while !dir.join("Cargo.toml").is_file() {
+        dir.pop();
+    }
+    dir
+}
+
+/// Every way a forked tree could still lean on the course: its absolute
+/// path anywhere in any file, a dependency `path` in a manifest, or a path
+/// the code builds from `CARGO_MANIFEST_DIR`, that resolves outside the
+/// fork or to nothing. Returns the problems found.
+fn references_outside(fork: &Path) -> Vec<String> {
+    let course = root().canonicalize().unwrap();
+    let course = course.to_string_lossy();
+    let fork = fork.canonicalize().unwrap();
+    let mut problems = Vec::new();
+    for file in lessons::all_files(&fork).unwrap() {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let shown = file.strip_prefix(&fork).unwrap().display().to_string();
+        if text.contains(course.as_ref()) {
+            problems.push(format!("{shown} names the course's directory"));
+        }
+        let mut relative: Vec<String> = Vec::new();
+        if file.file_name().is_some_and(|name| name == "Cargo.toml") {
+            relative.extend(inherit::dependency_paths(&text).unwrap());
+        }
+        for line in text.lines().filter(|l| l.contains("CARGO_MANIFEST_DIR")) {
+            // The string literals on the line that climb: "/../../skills", "../..".
+            for literal in line.split('"').skip(1).step_by(2) {
+                if literal.contains("..") {
+                    relative.push(literal.trim_start_matches('/').to_string());
+                }
+            }
+        }
+        for path in relative {
+            let target = normalise(&crate_dir(&file).join(&path));
+            if !target.starts_with(&fork) {
+                problems.push(format!("{shown}: {path} leaves the fork"));
+            } else if !target.exists() {
+                problems.push(format!("{shown}: {path} does not exist in the fork"));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_lesson_forks_into_a_tree_that_refers_to_nothing_outside_it() {
+    for lesson in lessons() {
+        let (_temp, fork) = forked(&lesson.name, None);
+        let problems = references_outside(&fork);
+        assert!(problems.is_empty(), "{lesson}: {problems:#?}");
+
+        let crate_dir = fork.join("crates").join(&lesson.name);
+        for file in ["demo.json", "src/lib.rs", "src/main.rs", "tests/it/main.rs"] {
+            assert!(crate_dir.join(file).is_file(), "{lesson}: no {file}");
+        }
+        assert!(
+            crate_dir
+                .join("tests/it/snapshots/it__offered_tools__tools.snap")
+                .is_file(),
+            "{lesson}: the snapshots stay with the tests"
+        );
+        for manifest in ["Cargo.toml", "shared/Cargo.toml"] {
+            let path = if manifest == "Cargo.toml" {
+                crate_dir.join(manifest)
+            } else {
+                fork.join(manifest)
+            };
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(!text.contains("workspace"), "{lesson}: {manifest}:\n{text}");
+        }
+        let readme = std::fs::read_to_string(fork.join("README.md")).unwrap();
+        assert!(
+            readme.contains(&format!("lesson {},", lesson.number))
+                && readme.contains(&lesson.chapter_file())
+                && readme.contains("cargo test"),
+            "{lesson}: {readme}"
+        );
+        // Lessons that load skills find the course's copy in the fork.
+        let reads_skills = crate_dir.join("src/skills").is_dir();
+        assert_eq!(fork.join("skills").is_dir(), reads_skills, "{lesson}");
+    }
+}
+
+#[test]
+fn a_new_name_reaches_the_crate_the_binary_and_the_code() {
+    let (_temp, fork) = forked("s08", Some("my_agent"));
+    let crate_dir = fork.join("crates/my_agent");
+    let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("[package]\nname = \"my_agent\""),
+        "{manifest}"
+    );
+    assert!(
+        manifest.contains("[[bin]]\nname = \"my_agent\""),
+        "{manifest}"
+    );
+    let tests = std::fs::read_to_string(crate_dir.join("tests/it/main.rs")).unwrap();
+    assert!(
+        tests.contains("extern crate my_agent as lesson;"),
+        "{tests}"
+    );
+    assert!(tests.contains("CARGO_BIN_EXE_my_agent"), "{tests}");
+    let main = std::fs::read_to_string(crate_dir.join("src/main.rs")).unwrap();
+    assert!(main.contains("my_agent::LESSON"), "{main}");
+
+    // The old name is gone everywhere but in the README's account of where
+    // the fork came from.
+    for file in lessons::all_files(&fork).unwrap() {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if file.ends_with("README.md") {
+            assert!(text.contains("s08_context_compact"), "{text}");
+        } else {
+            assert!(!text.contains("s08_context_compact"), "{}", file.display());
+        }
+    }
+    let lock = std::fs::read_to_string(fork.join("Cargo.lock")).unwrap();
+    assert!(lock.contains("name = \"my_agent\""), "{lock}");
+    let root = std::fs::read_to_string(fork.join("Cargo.toml")).unwrap();
+    assert!(
+        root.contains("members = [\"shared\", \"crates/my_agent\"]"),
+        "{root}"
+    );
+}
+
+/// The xtask binary, as `cargo xtask` runs it.
+fn xtask(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn unknown_lessons_bad_names_and_occupied_or_inner_destinations_are_refused() {
+    let temp = tempfile::tempdir().unwrap();
+    let dest = temp.path().join("fork");
+    let dest_arg = dest.to_str().unwrap();
+
+    let output = xtask(&["fork", "s99", dest_arg]);
+    assert!(!output.status.success());
+    let error = stderr(&output);
+    assert!(
+        error.contains("no lesson \"s99\"") && error.contains("s01, s02, s03"),
+        "{error}"
+    );
+    assert!(!dest.exists(), "nothing is written for an unknown lesson");
+
+    let output = xtask(&["fork", "s01", dest_arg, "--name", "My-Agent"]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("\"My-Agent\" is not a crate name"));
+    assert!(!dest.exists());
+
+    std::fs::create_dir(&dest).unwrap();
+    std::fs::write(dest.join("notes.txt"), "mine").unwrap();
+    let output = xtask(&["fork", "s01", dest_arg]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("is not empty"),
+        "{}",
+        stderr(&output)
+    );
+    let left: Vec<_> = std::fs::read_dir(&dest).unwrap().collect();
+    assert_eq!(left.len(), 1, "the occupied directory is left as it was");
+    assert_eq!(
+        std::fs::read_to_string(dest.join("notes.txt")).unwrap(),
+        "mine"
+    );
+
+    let inside = root().join("crates/s99_fork_here");
+    let output = xtask(&["fork", "s01", inside.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("inside the course's repository"));
+    assert!(!inside.exists());
+
+    // An empty directory is fine.
+    std::fs::remove_file(dest.join("notes.txt")).unwrap();
+    let output = xtask(&["fork", "1", dest_arg]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(dest.join("crates/s01_agent_loop/Cargo.toml").is_file());
+}
+
+/// `cargo ARGS` in `dir`, offline and `--locked`, building into the forks'
+/// own target directory; panics with cargo's output if it fails.
+fn cargo(dir: &Path, args: &[&str]) -> Output {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", root().join("target/fork-tests/target"))
+        // What the outer cargo exported for this test must not steer the
+        // inner one.
+        .env_remove("CARGO_MANIFEST_DIR")
+        .env_remove("CARGO_PRIMARY_PACKAGE")
+        .env_remove("RUSTC_WRAPPER")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "cargo {args:?} in {} failed:\n{}\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stdout),
+        stderr(&output)
+    );
+    output
+}
+
+/// Makes `to` hold exactly the files of `from`, writing only those whose
+/// bytes differ (see the module header).
+fn sync(from: &Path, to: &Path) {
+    let wanted: Vec<PathBuf> = lessons::all_files(from)
+        .unwrap()
+        .iter()
+        .map(|file| file.strip_prefix(from).unwrap().to_path_buf())
+        .collect();
+    for old in lessons::all_files(to).unwrap() {
+        if !wanted.contains(&old.strip_prefix(to).unwrap().to_path_buf()) {
+            std::fs::remove_file(old).unwrap();
+        }
+    }
+    for relative in wanted {
+        let bytes = std::fs::read(from.join(&relative)).unwrap();
+        let target = to.join(&relative);
+        if std::fs::read(&target).ok().as_ref() != Some(&bytes) {
+            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+            std::fs::write(target, bytes).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_first_a_middle_and_the_newest_lesson_build_test_and_run_on_their_own() {
+    let all = lessons();
+    let newest = all.last().unwrap().name.clone();
+    for (lesson, name) in [
+        ("s01", None),
+        ("s08", Some("my_agent")),
+        (newest.as_str(), None),
+    ] {
+        let (temp, fresh) = forked(lesson, name);
+        let problems = references_outside(&fresh);
+        assert!(problems.is_empty(), "{lesson}: {problems:#?}");
+        let fork = root()
+            .join("target/fork-tests")
+            .join(name.unwrap_or(lesson));
+        sync(&fresh, &fork);
+        let lock_before = std::fs::read_to_string(fork.join("Cargo.lock")).unwrap();
+
+        cargo(&fork, &["build", "--offline", "--locked"]);
+        cargo(&fork, &["test", "--offline", "--locked"]);
+
+        let workdir = temp.path().join("play");
+        std::fs::create_dir(&workdir).unwrap();
+        let output = cargo(
+            &fork,
+            &[
+                "run",
+                "--offline",
+                "--locked",
+                "--quiet",
+                "--",
+                "--demo",
+                "--workdir",
+                workdir.to_str().unwrap(),
+                "-p",
+                "show me what you can do",
+            ],
+        );
+        // The demo's first tool call really ran in the workdir and the turn
+        // ended with the model's answer.
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.contains("> "),
+            "{lesson}: no tool call echoed:\n{stdout}"
+        );
+
+        assert_eq!(
+            std::fs::read_to_string(fork.join("Cargo.lock")).unwrap(),
+            lock_before,
+            "{lesson}: cargo rewrote the trimmed lock"
+        );
+    }
+}
