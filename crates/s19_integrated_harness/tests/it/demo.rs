@@ -1,109 +1,61 @@
-//! Lesson 17's demo, as the chapter runs it: no key, so the demo model
-//! plays `demo.json` against the real harness and real git, with `--yes`
-//! standing in for the user confirming each teammate. The demo makes the
-//! scratch directory a repository, binds two tasks to two worktrees, and
-//! two teammates each write and commit `config.py` in theirs; the main
-//! checkout never gets one. The demo runs twice in the same directory.
+//! Lesson 19's demo, as the chapter runs it: the demo model plays
+//! `demo.json` against the real harness, configured by the course's
+//! example settings file. `/status` is answered by the harness; then one
+//! request whose calls meet the file's allow and deny rules, its
+//! PreToolUse hook (a real shell command that blocks a force push), an ask
+//! rule nobody can answer, and its PostToolUse hook, which logs the edit.
+//! The demo runs twice in the same directory.
 
-use std::path::Path;
-use std::time::Duration;
-
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use std::path::{Path, PathBuf};
 
 use crate::support;
 
-const DEADLINE: Duration = Duration::from_secs(120);
-
-/// Reads `lines` until each of `needles` has appeared, in any order.
-async fn read_until_all(
-    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
-    needles: &[&str],
-    seen: &mut String,
-) {
-    let found = tokio::time::timeout(DEADLINE, async {
-        let mut missing: Vec<&str> = needles.to_vec();
-        missing.retain(|needle| !seen.contains(needle));
-        while !missing.is_empty() {
-            let Some(line) = lines.next_line().await.unwrap() else {
-                return false;
-            };
-            seen.push_str(&line);
-            seen.push('\n');
-            missing.retain(|needle| !line.contains(needle));
-        }
-        true
-    })
-    .await;
-    assert!(
-        found == Ok(true),
-        "never saw all of {needles:?} in:\n{seen}"
-    );
+fn example_settings() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/settings/settings.toml")
 }
 
 #[tokio::test]
-async fn the_demo_team_works_in_two_worktrees_and_the_main_checkout_stays_clean() {
+async fn the_demo_meets_every_kind_of_setting_and_runs_twice() {
     let dir = tempfile::tempdir().unwrap();
-    play(dir.path()).await;
-    play(dir.path()).await;
+    play(dir.path(), 1).await;
+    play(dir.path(), 2).await;
 }
 
-async fn play(dir: &Path) {
-    let mut child = support::binary(dir).arg("--yes").spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut seen = String::new();
-
-    stdin
-        .write_all(b"Refactor the authentication module and the login page in parallel without the changes interfering\n")
-        .await
-        .unwrap();
-    stdin.write_all(b"Go ahead\n").await.unwrap();
-    read_until_all(
-        &mut stderr,
-        &[
-            "[worktree] created auth at .worktrees/auth, branch wt/auth, task 1",
-            "[worktree] created ui at .worktrees/ui, branch wt/ui, task 2",
-            "[tasks] completed 1:",
-            "[tasks] completed 2:",
-        ],
-        &mut seen,
+async fn play(dir: &Path, round: usize) {
+    let settings = example_settings();
+    let output = support::run_binary(
+        dir,
+        &["--demo", "--settings", settings.to_str().unwrap()],
+        &[],
+        "/status\nTidy up this project: check its state, fetch the style guide, and note what you did\n",
     )
     .await;
-    assert!(dir.join(".worktrees/auth/config.py").exists());
-    assert!(dir.join(".worktrees/ui/config.py").exists());
-    assert!(
-        !dir.join("config.py").exists(),
-        "the main checkout is untouched"
-    );
-
-    stdin.write_all(b"Show the worktrees\n").await.unwrap();
-    read_until_all(
-        &mut stderr,
-        &["[hook] PostToolUse: list_worktrees"],
-        &mut seen,
-    )
-    .await;
-    stdin
-        .write_all(b"Clean up and stop the team\n")
-        .await
-        .unwrap();
-    read_until_all(
-        &mut stderr,
-        &[
-            "[worktree] removed the worktree `auth` and its branch wt/auth",
-            "[worktree] removed the worktree `ui` and its branch wt/ui",
-            "alice accepted shutdown",
-            "bob accepted shutdown",
-        ],
-        &mut seen,
-    )
-    .await;
-    drop(stdin);
-    let output = tokio::time::timeout(DEADLINE, child.wait_with_output())
-        .await
-        .expect("the demo exits at end of input")
-        .unwrap();
-    assert!(output.status.success(), "{seen}");
-    assert!(!dir.join(".worktrees/auth").exists());
-    assert!(!dir.join("config.py").exists());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    // `/status`, answered without the model.
+    assert!(stdout.contains(&format!("settings:    {}", settings.display())), "{stdout}");
+    assert!(stdout.contains("permissions: 4 deny, 2 ask, 5 allow"), "{stdout}");
+    // The rules and the hooks, each at its place.
+    for expected in [
+        "the settings rule deny Bash(curl:*)",
+        "the settings rule deny Read(*.env)",
+        "blocked: no force pushes here",
+        "Settings rule ask Write(*.md)",
+    ] {
+        assert!(
+            stdout.contains(expected) || stderr.contains(expected),
+            "missing {expected:?}:\n{stdout}\n{stderr}"
+        );
+    }
+    assert!(!dir.join("NOTES.md").exists(), "nobody approved the .md file");
+    assert!(dir.join("notes.txt").exists());
+    let log = std::fs::read_to_string(dir.join(".agent/edits.jsonl")).unwrap();
+    let edits: Vec<serde_json::Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(edits.len(), round, "one logged edit per run: {log}");
+    assert_eq!(edits[round - 1]["tool_input"]["path"], "notes.txt");
+    assert_eq!(edits[round - 1]["hook_event_name"], "PostToolUse");
 }

@@ -98,7 +98,8 @@ fn the_example_file_with_every_section_is_accepted() {
         );
     }
     assert!(settings.mcp_servers.contains_key("docs"));
-    assert!(settings.skills_dir.is_some());
+    // `[skills] dir` is commented out: it must name a directory that exists.
+    assert!(settings.skills_dir.is_none());
     assert!(settings.compaction.threshold_tokens.is_some());
     assert!(settings.recovery.max_attempts.is_some());
     assert!(settings.teams.lease_secs.is_some());
