@@ -57,7 +57,7 @@ pub use team::Autonomy;
 /// How the terminal front end presents this lesson.
 pub const LESSON: Lesson = Lesson {
     id: "s19",
-    title: "Worktree isolation",
+    title: "Integrated harness",
     demo_script: include_str!("../demo.json"),
 };
 
