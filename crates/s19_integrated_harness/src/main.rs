@@ -67,7 +67,11 @@ async fn main() -> ExitCode {
     let _ = dotenvy::from_path(".env");
     // The settings file is read once, here, before anything starts; a bad
     // one is refused with its file, key and reason.
-    let workspace = args.common.workdir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let workspace = args
+        .common
+        .workdir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("."));
     let settings = match Settings::find(args.settings.as_deref(), &workspace) {
         Ok(settings) => settings,
         Err(error) => {

@@ -97,14 +97,26 @@ pub fn render(view: &StatusView) -> String {
         rules.ask.len(),
         rules.allow.len()
     ));
-    for (verdict, list) in [("deny", &rules.deny), ("ask", &rules.ask), ("allow", &rules.allow)] {
+    for (verdict, list) in [
+        ("deny", &rules.deny),
+        ("ask", &rules.ask),
+        ("allow", &rules.allow),
+    ] {
         for rule in list {
             line(format!("  {verdict:<5} {rule}"));
         }
     }
-    line(format!("hooks:       {}", plural(view.settings.hooks.len(), "command hook", "command hooks")));
+    line(format!(
+        "hooks:       {}",
+        plural(view.settings.hooks.len(), "command hook", "command hooks")
+    ));
     for event in HookEvent::ALL {
-        for hook in view.settings.hooks.iter().filter(|hook| hook.event == event) {
+        for hook in view
+            .settings
+            .hooks
+            .iter()
+            .filter(|hook| hook.event == event)
+        {
             line(format!(
                 "  {:<16} {:<12} {} (timeout {} s)",
                 event.name(),
@@ -114,14 +126,20 @@ pub fn render(view: &StatusView) -> String {
             ));
         }
     }
-    line(format!("MCP servers: {}", plural(view.settings.mcp_servers.len(), "server", "servers")));
+    line(format!(
+        "MCP servers: {}",
+        plural(view.settings.mcp_servers.len(), "server", "servers")
+    ));
     for (name, server) in &view.settings.mcp_servers {
         let state = if view.connected_mcp.contains(name) {
             "connected"
         } else {
             "not connected"
         };
-        line(format!("  {name:<12} {state:<14} {}", server.command_line()));
+        line(format!(
+            "  {name:<12} {state:<14} {}",
+            server.command_line()
+        ));
     }
     line(format!(
         "skills:      {}",
@@ -174,8 +192,16 @@ pub fn render(view: &StatusView) -> String {
             .map(|(id, command)| format!("\n  {id} {command}"))
             .collect::<String>()
     ));
-    line(format!("cron:        {}", plural(view.cron_jobs, "job", "jobs")));
-    let count = |status: TaskStatus| view.tasks.iter().filter(|task| task.status == status).count();
+    line(format!(
+        "cron:        {}",
+        plural(view.cron_jobs, "job", "jobs")
+    ));
+    let count = |status: TaskStatus| {
+        view.tasks
+            .iter()
+            .filter(|task| task.status == status)
+            .count()
+    };
     line(format!(
         "task board:  {} pending, {} in progress, {} completed",
         count(TaskStatus::Pending),

@@ -254,7 +254,11 @@ impl HookEnv {
                 };
                 self.notices.emit(
                     HOOK_TAG,
-                    format!("{event} hook ({}) blocked: {}", hook.command, first_line(&reason)),
+                    format!(
+                        "{event} hook ({}) blocked: {}",
+                        hook.command,
+                        first_line(&reason)
+                    ),
                 );
                 Answer::Block(reason)
             }
@@ -340,7 +344,10 @@ mod tests {
             decision(r#"{"hookSpecificOutput": {"additionalContext": "it is Tuesday"}}"#),
             Answer::Pass(Some("it is Tuesday".into()))
         );
-        assert_eq!(decision("  plain text \n"), Answer::Pass(Some("plain text".into())));
+        assert_eq!(
+            decision("  plain text \n"),
+            Answer::Pass(Some("plain text".into()))
+        );
         assert_eq!(decision(""), Answer::Pass(None));
     }
 
@@ -359,6 +366,8 @@ mod tests {
         assert!(!hook.applies_to("read_file"));
         let every = CommandHook::new(HookEvent::PreToolUse, None, "true", DEFAULT_TIMEOUT).unwrap();
         assert!(every.applies_to("anything"));
-        assert!(CommandHook::new(HookEvent::PreToolUse, Some("a||b"), "true", DEFAULT_TIMEOUT).is_err());
+        assert!(
+            CommandHook::new(HookEvent::PreToolUse, Some("a||b"), "true", DEFAULT_TIMEOUT).is_err()
+        );
     }
 }

@@ -81,14 +81,32 @@ pub const KEYS_OF_VARIABLES: &[(&str, &str)] = &[
     ("model.id", ENV_MODEL_ID),
     ("model.fallback", recovery_env::ENV_FALLBACK_MODEL),
     ("skills.dir", SKILLS_DIR_ENV),
-    ("compaction.tool_result_budget_chars", compact_env::ENV_TOOL_RESULT_BUDGET),
+    (
+        "compaction.tool_result_budget_chars",
+        compact_env::ENV_TOOL_RESULT_BUDGET,
+    ),
     ("compaction.max_messages", compact_env::ENV_MAX_MESSAGES),
-    ("compaction.snip_to_messages", compact_env::ENV_SNIP_TO_MESSAGES),
-    ("compaction.keep_recent_tool_results", compact_env::ENV_KEEP_RECENT_RESULTS),
-    ("compaction.micro_batch_chars", compact_env::ENV_MICRO_BATCH_CHARS),
-    ("compaction.threshold_tokens", compact_env::ENV_THRESHOLD_TOKENS),
+    (
+        "compaction.snip_to_messages",
+        compact_env::ENV_SNIP_TO_MESSAGES,
+    ),
+    (
+        "compaction.keep_recent_tool_results",
+        compact_env::ENV_KEEP_RECENT_RESULTS,
+    ),
+    (
+        "compaction.micro_batch_chars",
+        compact_env::ENV_MICRO_BATCH_CHARS,
+    ),
+    (
+        "compaction.threshold_tokens",
+        compact_env::ENV_THRESHOLD_TOKENS,
+    ),
     ("recovery.base_delay_ms", recovery_env::ENV_BASE_DELAY_MS),
-    ("recovery.escalated_max_tokens", recovery_env::ENV_ESCALATED_MAX_TOKENS),
+    (
+        "recovery.escalated_max_tokens",
+        recovery_env::ENV_ESCALATED_MAX_TOKENS,
+    ),
 ];
 
 // ANCHOR: under
@@ -195,12 +213,18 @@ impl Settings {
                 .iter()
                 .find(|(_, variable)| *variable == error.variable)
                 .map_or(error.variable.clone(), |(key, _)| (*key).to_string());
-            (key, format!("must be {}, got {}", error.expected, error.value))
+            (
+                key,
+                format!("must be {}, got {}", error.expected, error.value),
+            )
         };
         CompactConfig::from_lookup(alone).map_err(named)?;
         RecoveryPolicy::from_lookup(alone).map_err(named)?;
         let at_least_one = [
-            ("recovery.max_attempts", self.recovery.max_attempts.map(|n| n as u64)),
+            (
+                "recovery.max_attempts",
+                self.recovery.max_attempts.map(|n| n as u64),
+            ),
             (
                 "recovery.overloads_before_fallback",
                 self.recovery.overloads_before_fallback.map(|n| n as u64),

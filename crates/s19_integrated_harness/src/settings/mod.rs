@@ -219,14 +219,18 @@ impl Settings {
                 fallback: nonblank(raw.model.fallback),
             },
             permissions: PermissionRules {
-                allow: rules("permissions.allow", &raw.permissions.allow).map_err(|(k, r)| invalid(k, r))?,
-                ask: rules("permissions.ask", &raw.permissions.ask).map_err(|(k, r)| invalid(k, r))?,
-                deny: rules("permissions.deny", &raw.permissions.deny).map_err(|(k, r)| invalid(k, r))?,
+                allow: rules("permissions.allow", &raw.permissions.allow)
+                    .map_err(|(k, r)| invalid(k, r))?,
+                ask: rules("permissions.ask", &raw.permissions.ask)
+                    .map_err(|(k, r)| invalid(k, r))?,
+                deny: rules("permissions.deny", &raw.permissions.deny)
+                    .map_err(|(k, r)| invalid(k, r))?,
             },
             hooks: hooks(raw.hooks).map_err(|(k, r)| invalid(k, r))?,
             mcp_servers: {
                 for (name, server) in &raw.mcp_servers {
-                    mcp::check_name(name).map_err(|why| invalid(format!("mcp_servers.{name}"), why))?;
+                    mcp::check_name(name)
+                        .map_err(|why| invalid(format!("mcp_servers.{name}"), why))?;
                     server
                         .check()
                         .map_err(|why| invalid(format!("mcp_servers.{name}.command"), why))?;

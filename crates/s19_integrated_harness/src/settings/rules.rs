@@ -71,7 +71,8 @@ impl PermissionRules {
         workspace: &Workspace,
     ) -> Option<(Verdict, &'a Rule)> {
         let call = Call::of(call, workspace);
-        let found = |rules: &'a [Rule], whole: bool| rules.iter().find(|rule| rule.matches(&call, whole));
+        let found =
+            |rules: &'a [Rule], whole: bool| rules.iter().find(|rule| rule.matches(&call, whole));
         if let Some(rule) = found(&self.deny, false) {
             return Some((Verdict::Deny, rule));
         }
@@ -174,7 +175,9 @@ impl Rule {
         }
         match &self.what {
             None => true,
-            Some(Specifier::Path(pattern)) => call.path.as_ref().is_some_and(|path| pattern.matches(path)),
+            Some(Specifier::Path(pattern)) => {
+                call.path.as_ref().is_some_and(|path| pattern.matches(path))
+            }
             Some(command_rule) => {
                 let Some(command) = call.command else {
                     return false;
@@ -411,10 +414,19 @@ mod tests {
         for (text, why) in [
             ("Bash(", "\"Bash(\" is not a rule: missing ')'"),
             ("", "\"\" is not a rule: it is empty"),
-            ("Bash(ls)x", "\"Bash(ls)x\" is not a rule: text after the closing ')'"),
-            ("Bash()", "nothing between the parentheses (write Bash alone"),
+            (
+                "Bash(ls)x",
+                "\"Bash(ls)x\" is not a rule: text after the closing ')'",
+            ),
+            (
+                "Bash()",
+                "nothing between the parentheses (write Bash alone",
+            ),
             ("ba sh", "\"ba sh\" is not a tool name: it has ' '"),
-            ("task(x)", "only Bash, Read, Write and Edit take a (…) part, and task is not"),
+            (
+                "task(x)",
+                "only Bash, Read, Write and Edit take a (…) part, and task is not",
+            ),
         ] {
             let error = Rule::parse(text).unwrap_err();
             assert!(error.contains(why), "{text:?}: {error}");
@@ -425,7 +437,11 @@ mod tests {
     fn commands_match_by_prefix_wildcard_or_exactly() {
         let dir = tempfile::tempdir().unwrap();
         let workspace = Workspace::new(dir.path()).unwrap();
-        let rules = rules(&["Bash(git status:*)", "Bash(cargo *)"], &[], &["Bash(curl:*)"]);
+        let rules = rules(
+            &["Bash(git status:*)", "Bash(cargo *)"],
+            &[],
+            &["Bash(curl:*)"],
+        );
         let bash = |command: &str| call("bash", json!({ "command": command }));
         let verdict = |command: &str| rules.decide(&bash(command), &workspace).map(|(v, _)| v);
         assert_eq!(verdict("git status"), Some(Verdict::Allow));

@@ -92,7 +92,8 @@ fn run_blocking(command: &str, input: &str, cwd: &Path, timeout: Duration) -> Ra
         let _ = stdin.join();
     }
     let collect = |pipe: Option<thread::JoinHandle<String>>| {
-        pipe.and_then(|handle| handle.join().ok()).unwrap_or_default()
+        pipe.and_then(|handle| handle.join().ok())
+            .unwrap_or_default()
     };
     let (stdout, stderr) = (collect(stdout), collect(stderr));
     match status {
@@ -152,7 +153,12 @@ mod tests {
     fn a_hook_past_its_timeout_is_killed_with_what_it_started() {
         let dir = tempfile::tempdir().unwrap();
         // The shell waits on a child that holds the pipes: both must go.
-        let ran = run("sleep 30; echo late", "", dir.path(), Duration::from_millis(200));
+        let ran = run(
+            "sleep 30; echo late",
+            "",
+            dir.path(),
+            Duration::from_millis(200),
+        );
         assert_eq!(ran, Ran::TimedOut);
     }
 }

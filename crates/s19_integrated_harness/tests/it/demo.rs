@@ -34,8 +34,14 @@ async fn play(dir: &Path, round: usize) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
     // `/status`, answered without the model.
-    assert!(stdout.contains(&format!("settings:    {}", settings.display())), "{stdout}");
-    assert!(stdout.contains("permissions: 4 deny, 2 ask, 5 allow"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("settings:    {}", settings.display())),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("permissions: 4 deny, 2 ask, 5 allow"),
+        "{stdout}"
+    );
     // The rules and the hooks, each at its place.
     for expected in [
         "the settings rule deny Bash(curl:*)",
@@ -48,7 +54,10 @@ async fn play(dir: &Path, round: usize) {
             "missing {expected:?}:\n{stdout}\n{stderr}"
         );
     }
-    assert!(!dir.join("NOTES.md").exists(), "nobody approved the .md file");
+    assert!(
+        !dir.join("NOTES.md").exists(),
+        "nobody approved the .md file"
+    );
     assert!(dir.join("notes.txt").exists());
     let log = std::fs::read_to_string(dir.join(".agent/edits.jsonl")).unwrap();
     let edits: Vec<serde_json::Value> = log

@@ -115,10 +115,19 @@ fn no_file_means_the_defaults_of_every_earlier_lesson() {
     assert_eq!(settings.path, None);
     assert!(settings.permissions.is_empty());
     assert!(settings.hooks.is_empty());
-    assert_eq!(settings.compact_config(|_| None).unwrap(), CompactConfig::default());
-    assert_eq!(settings.recovery_policy(|_| None).unwrap(), RecoveryPolicy::default());
+    assert_eq!(
+        settings.compact_config(|_| None).unwrap(),
+        CompactConfig::default()
+    );
+    assert_eq!(
+        settings.recovery_policy(|_| None).unwrap(),
+        RecoveryPolicy::default()
+    );
     let empty = parse("").unwrap();
-    assert_eq!(empty.compact_config(|_| None).unwrap(), CompactConfig::default());
+    assert_eq!(
+        empty.compact_config(|_| None).unwrap(),
+        CompactConfig::default()
+    );
 }
 
 #[test]
@@ -138,7 +147,9 @@ fn the_default_file_is_found_in_the_workspace_and_a_named_one_must_exist() {
     let missing = dir.path().join("nowhere.toml");
     let error = Settings::find(Some(&missing), dir.path()).unwrap_err();
     assert!(
-        error.to_string().starts_with(&format!("{}: cannot read it", missing.display())),
+        error
+            .to_string()
+            .starts_with(&format!("{}: cannot read it", missing.display())),
         "{error}"
     );
 }
@@ -216,7 +227,10 @@ fn a_misspelt_key_or_broken_toml_is_refused_with_its_line_and_column() {
     for (text, expected) in [
         ("[model]\nmodle = \"x\"\n", "unknown field `modle`"),
         ("[hook]\n", "unknown field `hook`"),
-        ("[[hooks.PreToolUs]]\ncommand = \"true\"\n", "unknown field `PreToolUs`"),
+        (
+            "[[hooks.PreToolUs]]\ncommand = \"true\"\n",
+            "unknown field `PreToolUs`",
+        ),
         ("[compaction]\nmax_messages = -1\n", "invalid value"),
         ("[mcp_servers.docs]\nargs = []\n", "missing field `command`"),
         ("model = [\n", "line 1, column"),
@@ -224,7 +238,10 @@ fn a_misspelt_key_or_broken_toml_is_refused_with_its_line_and_column() {
         let message = refusal(text);
         assert!(message.starts_with(".agent/settings.toml: "), "{message}");
         assert!(message.contains(expected), "{text:?}: {message}");
-        assert!(message.contains("line "), "{text:?} keeps the line: {message}");
+        assert!(
+            message.contains("line "),
+            "{text:?} keeps the line: {message}"
+        );
     }
 }
 
@@ -247,8 +264,14 @@ fn the_environment_wins_over_the_file_and_the_file_over_the_defaults() {
     };
     let compact = settings.compact_config(env).unwrap();
     assert_eq!(compact.threshold_tokens, 999, "the environment wins");
-    assert_eq!(compact.max_messages, 40, "the file, where the environment is silent");
-    assert_eq!(compact.snip_to_messages, CompactConfig::default().snip_to_messages);
+    assert_eq!(
+        compact.max_messages, 40,
+        "the file, where the environment is silent"
+    );
+    assert_eq!(
+        compact.snip_to_messages,
+        CompactConfig::default().snip_to_messages
+    );
     let recovery = settings.recovery_policy(env).unwrap();
     assert_eq!(recovery.fallback_model.as_deref(), Some("env-fallback"));
     assert_eq!(recovery.base_delay, Duration::from_millis(7));
@@ -263,9 +286,18 @@ fn the_environment_wins_over_the_file_and_the_file_over_the_defaults() {
         skills_dir: Some("/from/flag".into()),
     };
     let skills_env = |name: &str| (name == "SKILLS_DIR").then(|| "/from/env".to_string());
-    assert_eq!(settings.skills(&flag, skills_env).skills_dir, Some("/from/flag".into()));
-    assert_eq!(settings.skills(&no_flag, skills_env).skills_dir, Some("/from/env".into()));
-    assert_eq!(settings.skills(&no_flag, |_| None).skills_dir, Some("/from/file".into()));
+    assert_eq!(
+        settings.skills(&flag, skills_env).skills_dir,
+        Some("/from/flag".into())
+    );
+    assert_eq!(
+        settings.skills(&no_flag, skills_env).skills_dir,
+        Some("/from/env".into())
+    );
+    assert_eq!(
+        settings.skills(&no_flag, |_| None).skills_dir,
+        Some("/from/file".into())
+    );
 }
 
 // ---------------------------------------------------------------- permission rules
@@ -286,10 +318,16 @@ async fn a_deny_rule_blocks_a_call_that_is_otherwise_allowed() {
     let denied = tempfile::tempdir().unwrap();
     let settings = parse("[permissions]\ndeny = [\"Bash(echo:*)\"]\n").unwrap();
     let (history, _) = turn(denied.path(), settings, replies()).await;
-    assert!(!denied.path().join("made.txt").exists(), "the call did not run");
+    assert!(
+        !denied.path().join("made.txt").exists(),
+        "the call did not run"
+    );
     let (text, is_error) = &results(&history)[0];
     assert!(is_error);
-    assert!(text.contains("the settings rule deny Bash(echo:*)"), "{text}");
+    assert!(
+        text.contains("the settings rule deny Bash(echo:*)"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -297,10 +335,8 @@ async fn an_allow_rule_spares_the_question_and_an_ask_rule_asks() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("old.txt"), "x").unwrap();
     std::fs::write(dir.path().join("notes.md"), "# notes").unwrap();
-    let settings = parse(
-        "[permissions]\nallow = [\"Bash(rm old.txt)\"]\nask = [\"Read(*.md)\"]\n",
-    )
-    .unwrap();
+    let settings =
+        parse("[permissions]\nallow = [\"Bash(rm old.txt)\"]\nask = [\"Read(*.md)\"]\n").unwrap();
     // Nobody says yes: every question is answered no.
     let approver = ScriptedApprover::new([]);
     let replies = vec![
@@ -386,7 +422,9 @@ async fn a_pre_tool_use_hook_reads_the_call_as_json_on_its_standard_input() {
     assert_eq!(pre["tool_name"], "bash", "the glob call did not match");
     assert_eq!(pre["tool_input"]["command"], "echo hello");
     assert_eq!(
-        Path::new(pre["cwd"].as_str().unwrap()).canonicalize().unwrap(),
+        Path::new(pre["cwd"].as_str().unwrap())
+            .canonicalize()
+            .unwrap(),
         dir.path().canonicalize().unwrap()
     );
     assert!(!pre["session_id"].as_str().unwrap().is_empty());
@@ -416,7 +454,10 @@ async fn exit_2_blocks_the_call_with_standard_error_as_the_reason() {
     )
     .await;
     assert!(!dir.path().join("a.txt").exists());
-    assert!(dir.path().join("b.txt").exists(), "the hook did not match bash");
+    assert!(
+        dir.path().join("b.txt").exists(),
+        "the hook did not match bash"
+    );
     let (text, is_error) = &results(&history)[0];
     assert!(is_error);
     assert!(text.contains("Blocked by a PreToolUse hook"), "{text}");
@@ -458,8 +499,14 @@ async fn a_failing_or_slow_hook_is_reported_and_the_call_goes_on() {
     assert!(dir.path().join("b.txt").exists());
     assert!(!results(&history)[0].1);
     let notices = notices(&recorder);
-    assert!(notices.contains("(echo broken >&2; exit 1) failed (exit 1): broken; going on"), "{notices}");
-    assert!(notices.contains("(sleep 30) was still running after 1 s and was stopped"), "{notices}");
+    assert!(
+        notices.contains("(echo broken >&2; exit 1) failed (exit 1): broken; going on"),
+        "{notices}"
+    );
+    assert!(
+        notices.contains("(sleep 30) was still running after 1 s and was stopped"),
+        "{notices}"
+    );
 }
 
 #[tokio::test]
@@ -477,7 +524,10 @@ async fn user_prompt_submit_hooks_add_context_or_block_the_prompt() {
         "how is the build?",
     )
     .await;
-    assert_eq!(history[0].text(), "how is the build?\n\n(the build is green)");
+    assert_eq!(
+        history[0].text(),
+        "how is the build?\n\n(the build is green)"
+    );
 
     let model = Arc::new(ScriptedModel::new(vec![Reply::text("never sent")]));
     let options = lesson::Options {
@@ -508,7 +558,10 @@ async fn a_stop_hook_exiting_2_sends_the_model_back_to_work() {
     )
     .await;
     let texts: Vec<String> = history.iter().map(Message::text).collect();
-    assert_eq!(texts, ["go", "all done", "run the tests first", "tests pass"]);
+    assert_eq!(
+        texts,
+        ["go", "all done", "run the tests first", "tests pass"]
+    );
     let input: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("stop.json")).unwrap())
             .unwrap();
@@ -532,10 +585,15 @@ async fn the_binary_refuses_a_bad_settings_file_before_anything_starts() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains(".agent/settings.toml: permissions.allow[0]: \"Bash(\" is not a rule: missing ')'"),
+        stderr.contains(
+            ".agent/settings.toml: permissions.allow[0]: \"Bash(\" is not a rule: missing ')'"
+        ),
         "{stderr}"
     );
-    assert!(!stderr.contains("[demo model]"), "no model was chosen: {stderr}");
+    assert!(
+        !stderr.contains("[demo model]"),
+        "no model was chosen: {stderr}"
+    );
     assert!(output.stdout.is_empty());
 
     let named = dir.path().join("other.toml");
@@ -549,7 +607,10 @@ async fn the_binary_refuses_a_bad_settings_file_before_anything_starts() {
     .await;
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("other.toml: TOML parse error at line 2, column 6"), "{stderr}");
+    assert!(
+        stderr.contains("other.toml: TOML parse error at line 2, column 6"),
+        "{stderr}"
+    );
 }
 
 /// The binary pointed at a server that fails every request: any model call
@@ -578,7 +639,11 @@ async fn status_and_help_are_answered_without_a_model_call() {
                 prompt,
             ];
             let output = support::run_binary(&dir, &args, &vars, "").await;
-            assert!(output.status.success(), "{prompt}: {}", String::from_utf8_lossy(&output.stderr));
+            assert!(
+                output.status.success(),
+                "{prompt}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
             String::from_utf8_lossy(&output.stdout).into_owned()
         }
     };
@@ -601,7 +666,10 @@ async fn status_and_help_are_answered_without_a_model_call() {
         "task board:  0 pending, 0 in progress, 0 completed",
         "worktrees:   ",
     ] {
-        assert!(status.contains(expected), "missing {expected:?} in\n{status}");
+        assert!(
+            status.contains(expected),
+            "missing {expected:?} in\n{status}"
+        );
     }
     let help = run("/help").await;
     assert!(help.contains("/status") && help.contains("/help"), "{help}");
@@ -613,7 +681,8 @@ async fn status_and_help_are_answered_without_a_model_call() {
 
 /// A fake model that asks for one `bash` call, then ends its turn.
 async fn model_that_runs(command: &str) -> FakeServer {
-    let call = json!({"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": command}});
+    let call =
+        json!({"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": command}});
     let done = json!({"type": "text", "text": "done"});
     let mut replies = vec![
         FakeResponse::sse_body(anthropic_stream(&[call], "tool_use")),
@@ -621,7 +690,10 @@ async fn model_that_runs(command: &str) -> FakeServer {
     ];
     // Harmless answers to side queries after the turn (lesson 9).
     replies.extend((0..4).map(|_| {
-        FakeResponse::sse_body(anthropic_stream(&[json!({"type": "text", "text": "[]"})], "end_turn"))
+        FakeResponse::sse_body(anthropic_stream(
+            &[json!({"type": "text", "text": "[]"})],
+            "end_turn",
+        ))
     }));
     FakeServer::start(replies).await.unwrap()
 }
@@ -640,7 +712,11 @@ async fn one_binary_behaves_differently_under_two_settings_files() {
             "",
         )
         .await;
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         let made = dir.path().join("made.txt").exists();
         (made, String::from_utf8_lossy(&output.stderr).into_owned())
     };
