@@ -120,7 +120,11 @@ pub fn render(view: &StatusView) -> String {
             line(format!(
                 "  {:<16} {:<12} {} (timeout {} s)",
                 event.name(),
-                hook.matcher.as_deref().unwrap_or("*"),
+                match (&hook.matcher, event.has_tool()) {
+                    (Some(matcher), _) => matcher.as_str(),
+                    (None, true) => "*",
+                    (None, false) => "",
+                },
                 hook.command,
                 hook.timeout.as_secs()
             ));
