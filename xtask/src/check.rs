@@ -54,6 +54,17 @@
 //!     has it. Other names (files, features, a dependency the lesson drops,
 //!     one the root workspace gains) are not dependencies of lesson N and
 //!     pass.
+//! 11. Translations (see [`crate::i18n`]): for every edition besides
+//!     English (`docs/zh`, `docs/ja`), every hand-written page of `docs/src`
+//!     has a translation of the same name; its line 1 records the English
+//!     file and that file's current SHA-256 (else it is stale, and the
+//!     problem says how to see the English change and re-stamp); a current
+//!     translation has the same `{{#include}}` directives, the same code
+//!     blocks and every heading id of its English page; the edition has
+//!     its own pages (the glossary) and no page that translates nothing;
+//!     the language switcher lists every edition. Rules 3–5 apply to the
+//!     translated pages as to the English ones, and rule 1 to the
+//!     generated pages of every edition.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -63,6 +74,7 @@ use anyhow::{Context, Result};
 
 use crate::diff;
 use crate::flags::Flags;
+use crate::i18n::{self, Edition, State};
 use crate::lessons::{self, Lesson};
 use crate::manifest::Manifest;
 use crate::markdown::{self, Selector};
@@ -103,25 +115,33 @@ pub fn run(root: &Path) -> Result<Vec<Problem>> {
     generated_pages(root, &generated, &mut problems)?;
     tool_snapshots(&lessons, &mut problems);
     chapters(root, &lessons, &mut problems)?;
-    let book_pages = book_pages(root)?;
     // Flags every lesson has, from `shared` (its `CommonArgs`).
     let mut shared_flags = Flags::default();
     shared_flags.scan(&lessons::rust_sources(&root.join("shared"))?);
-    let changes_dir = format!("{BOOK_SRC}/changes/");
-    for (path, text) in &book_pages {
-        // Generated pages (and leftovers in their directory, reported above)
-        // are not hand-written.
-        if generated.contains_key(path) || path.starts_with(&changes_dir) {
-            continue;
+    let editions = i18n::editions(root);
+    for edition in &editions {
+        let changes_dir = format!("{}/changes/", edition.src());
+        for (path, text) in &book_pages(root, edition)? {
+            // Generated pages (and leftovers in their directory, reported above)
+            // are not hand-written.
+            if generated.contains_key(path) || path.starts_with(&changes_dir) {
+                continue;
+            }
+            includes(root, path, text, &mut problems);
+            links(root, edition, path, text, &generated, &mut problems);
+            commands(path, text, &lessons, &shared_flags, &mut problems)?;
         }
-        includes(root, path, text, &mut problems);
-        links(root, path, text, &generated, &mut problems);
-        commands(path, text, &lessons, &shared_flags, &mut problems)?;
     }
     // Links inside generated pages are checked as they will be written.
     for (path, text) in &generated {
-        links(root, path, text, &generated, &mut problems);
+        if let Some(edition) = editions
+            .iter()
+            .find(|e| path.starts_with(&format!("{}/", e.src())))
+        {
+            links(root, edition, path, text, &generated, &mut problems);
+        }
     }
+    translations(root, &editions, &mut problems)?;
     copy_forward(root, &lessons, &mut problems)?;
     inherited_tests(&lessons, &mut problems)?;
     one_test_binary(&lessons, &mut problems)?;
@@ -204,10 +224,11 @@ fn chapters(root: &Path, lessons: &[Lesson], problems: &mut Vec<Problem>) -> Res
     Ok(())
 }
 
-/// Every markdown file under `docs/src`: repository-relative path → text.
-fn book_pages(root: &Path) -> Result<BTreeMap<String, String>> {
+/// Every markdown file of an edition (`docs/src`, `docs/zh`, …):
+/// repository-relative path → text.
+fn book_pages(root: &Path, edition: &Edition) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
-    for path in lessons::files_with_extension(&root.join(BOOK_SRC), "md")? {
+    for path in lessons::files_with_extension(&root.join(edition.src()), "md")? {
         out.insert(
             lessons::relative_path(root, &path),
             std::fs::read_to_string(&path)?,
@@ -315,6 +336,7 @@ fn anchor_in<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
 /// Rule 4.
 fn links(
     root: &Path,
+    edition: &Edition,
     page: &str,
     text: &str,
     generated: &BTreeMap<String, String>,
@@ -351,15 +373,24 @@ fn links(
             _ => target,
         };
         let shown = lessons::relative_path(Path::new(""), &target);
-        if !target.starts_with(BOOK_SRC) {
+        let book = edition.src();
+        if !target.starts_with(&book) {
             problems.push(problem(
                 place,
-                format!("link to {dest}: {shown} is outside {BOOK_SRC}, so the built book does not have it: show code with {{{{#include}}}}, or link to a page of the book"),
+                format!("link to {dest}: {shown} is outside {book}, so the built book does not have it: show code with {{{{#include}}}}, or link to a page of the book"),
             ));
             continue;
         }
         let generated_text = generated.get(&shown);
         if generated_text.is_none() && !root.join(&target).exists() {
+            // A page the English book has and this edition lacks is a
+            // missing translation, which rule 11 reports once.
+            if !edition.is_english()
+                && let Ok(inside) = target.strip_prefix(&book)
+                && root.join(BOOK_SRC).join(inside).exists()
+            {
+                continue;
+            }
             problems.push(problem(
                 place,
                 format!("link to {dest}: no such file {shown}: fix the link (it is relative to the page)"),
@@ -845,6 +876,209 @@ fn new_dependencies(
                 ));
                 seen.push(name);
             }
+        }
+    }
+}
+
+/// Rule 11.
+fn translations(root: &Path, editions: &[&Edition], problems: &mut Vec<Problem>) -> Result<()> {
+    let translations: Vec<&&Edition> = editions.iter().filter(|e| !e.is_english()).collect();
+    if translations.is_empty() {
+        return Ok(());
+    }
+    switcher(root, editions, problems);
+    let english_pages = i18n::english_pages(root)?;
+    for edition in translations {
+        let dir = edition.src();
+        for page in &english_pages {
+            let path = format!("{dir}/{page}");
+            let source = format!("{BOOK_SRC}/{page}");
+            let stamp = stamp_command(root, edition, page);
+            match i18n::state(root, edition, page)? {
+                State::Missing => problems.push(problem(
+                    &path,
+                    format!(
+                        "is missing: translate {source} into it (line 1 records the English file's hash; see docs/TRANSLATING.md), then run `cargo xtask docs`"
+                    ),
+                )),
+                State::BadHeader(why) => problems.push(problem(
+                    format!("{path}:1"),
+                    format!(
+                        "{why}: line 1 must be `<!-- source: {source} sha256:<sha256sum of {source}> -->`; once the translation matches the English page, `{stamp}` writes it"
+                    ),
+                )),
+                State::Stale { recorded, now } => problems.push(problem(
+                    &path,
+                    format!(
+                        "is stale: it was translated from {source} with sha256:{recorded}, which is now sha256:{now}: `git log -p {source}` shows what changed in English; bring the translation up to date, then run `{stamp}`"
+                    ),
+                )),
+                State::Current => {
+                    let english = std::fs::read_to_string(root.join(&source))?;
+                    let translated = std::fs::read_to_string(root.join(&path))?;
+                    same_structure(&path, &source, &translated, &english, problems);
+                }
+            }
+        }
+        // Pages of the edition's own, and pages that translate nothing.
+        for own in edition.own_pages {
+            if !root.join(&dir).join(own).is_file() {
+                problems.push(problem(
+                    format!("{dir}/{own}"),
+                    format!(
+                        "is missing: every {} edition has it (it is the edition's own page, with no English source)",
+                        edition.label
+                    ),
+                ));
+            }
+        }
+        for file in lessons::files_with_extension(&root.join(&dir), "md")? {
+            let relative = lessons::relative_path(&root.join(&dir), &file);
+            if i18n::is_generated(&relative)
+                || edition.own_pages.contains(&relative.as_str())
+                || english_pages.contains(&relative)
+            {
+                continue;
+            }
+            problems.push(problem(
+                format!("{dir}/{relative}"),
+                format!(
+                    "translates no page of {BOOK_SRC} (there is no {BOOK_SRC}/{relative}): name it after the English page it translates, or remove it"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How to re-record the hash of `page` in `edition`, as a command.
+fn stamp_command(root: &Path, edition: &Edition, page: &str) -> String {
+    let stem = page.trim_end_matches(".md");
+    let name = lessons::discover(root)
+        .ok()
+        .and_then(|all| {
+            all.into_iter()
+                .find(|lesson| lesson.chapter_file() == page)
+                .map(|lesson| lesson.id())
+        })
+        .unwrap_or_else(|| stem.to_string());
+    format!("cargo xtask translation stamp {} {name}", edition.dir)
+}
+
+/// Rule 11: what the build resolves is the same in a current translation
+/// as in its English page.
+fn same_structure(
+    path: &str,
+    source: &str,
+    translated: &str,
+    english: &str,
+    problems: &mut Vec<Problem>,
+) {
+    let theirs = markdown::includes(english);
+    let ours = markdown::includes(translated);
+    let shown = |include: &markdown::Include| match &include.selector {
+        Selector::All => include.path.clone(),
+        Selector::Anchor(name) => format!("{}:{name}", include.path),
+        Selector::Lines(start, end) => format!(
+            "{}:{}:{}",
+            include.path,
+            start.map(|n| n.to_string()).unwrap_or_default(),
+            end.map(|n| n.to_string()).unwrap_or_default()
+        ),
+    };
+    if ours.len() != theirs.len() {
+        problems.push(problem(
+            path,
+            format!(
+                "has {} {{{{#include}}}} directive(s) where {source} has {}: copy every directive of the English page, verbatim",
+                ours.len(),
+                theirs.len()
+            ),
+        ));
+    } else if let Some((mine, english)) = ours
+        .iter()
+        .zip(&theirs)
+        .find(|(a, b)| a.path != b.path || a.selector != b.selector)
+    {
+        problems.push(problem(
+            format!("{path}:{}", mine.line),
+            format!(
+                "includes {} where {source}:{} includes {}: copy the directive verbatim",
+                shown(mine),
+                english.line,
+                shown(english)
+            ),
+        ));
+    }
+    let theirs = markdown::code_blocks(english);
+    let ours = markdown::code_blocks(translated);
+    if ours.len() != theirs.len() {
+        problems.push(problem(
+            path,
+            format!(
+                "has {} code block(s) where {source} has {}: keep every code block of the English page, verbatim",
+                ours.len(),
+                theirs.len()
+            ),
+        ));
+    } else if let Some((mine, english)) = ours.iter().zip(&theirs).find(|(a, b)| a.code != b.code) {
+        problems.push(problem(
+            format!("{path}:{}", mine.line),
+            format!(
+                "this code block differs from the one at {source}:{}: code blocks show what the programs really say, so they are copied verbatim",
+                english.line
+            ),
+        ));
+    }
+    let ours = markdown::heading_ids(translated);
+    let mut missing: Vec<String> = markdown::heading_ids(english)
+        .into_iter()
+        .filter(|id| !ours.contains(id))
+        .collect();
+    missing.sort();
+    if !missing.is_empty() {
+        problems.push(problem(
+            path,
+            format!(
+                "has no heading with id {}, which {source} has: end each translated heading with the English heading's id, `## 标题 {{#the-id}}`, so links and the language switcher land on the same section",
+                missing
+                    .iter()
+                    .map(|id| format!("`{id}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+}
+
+/// Where the language switcher lists the editions.
+pub const SWITCHER: &str = "docs/i18n/switcher.js";
+
+/// Rule 11: the switcher offers every edition, by the tag mdBook writes
+/// into `<html lang>` and the directory the edition is built into.
+fn switcher(root: &Path, editions: &[&Edition], problems: &mut Vec<Problem>) {
+    let Ok(script) = std::fs::read_to_string(root.join(SWITCHER)) else {
+        problems.push(problem(
+            SWITCHER,
+            "is missing: every page of every edition loads it (docs/book.toml's additional-js) to switch languages",
+        ));
+        return;
+    };
+    for edition in editions {
+        let dir = if edition.is_english() {
+            String::new()
+        } else {
+            format!("{}/", edition.dir)
+        };
+        let entry = format!("lang: '{}', dir: '{dir}'", edition.lang);
+        if !script.contains(&entry) {
+            problems.push(problem(
+                SWITCHER,
+                format!(
+                    "does not offer the {} edition: add `{{ {entry}, label: '{}' }}` to its EDITIONS",
+                    edition.label, edition.label
+                ),
+            ));
         }
     }
 }

@@ -1,5 +1,6 @@
-//! `cargo xtask docs`: write the generated pages, then build (or serve) the
-//! book with mdBook into `target/book`.
+//! `cargo xtask docs`: write the generated pages of every edition, then
+//! build (or serve) the book with mdBook: English into `target/book`, each
+//! translation into `target/book/<dir>` (see [`crate::i18n`]).
 //!
 //! mdBook is pinned to [`MDBOOK_VERSION`] and installed, when no binary of
 //! that version is on the PATH, into `target/mdbook/bin` of the repository:
@@ -13,7 +14,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::pages;
+use crate::i18n::{self, Edition};
+use crate::{lessons, pages};
 
 /// The mdBook release the book is built with.
 pub const MDBOOK_VERSION: &str = "0.5.4";
@@ -42,25 +44,94 @@ pub fn generate(root: &Path) -> Result<Vec<String>> {
     Ok(touched)
 }
 
-/// Builds the book into `target/book`, or serves it with live reload.
-pub fn build(root: &Path, serve: bool) -> Result<()> {
+/// The directory every edition is built into, relative to the repository
+/// root: English at the top (so links into the English book stay as they
+/// were), each translation in a directory of its own, `target/book/zh/`.
+pub const BUILD_DIR: &str = "target/book";
+
+/// Where `edition` is built, relative to the repository root.
+pub fn build_dir(edition: &Edition) -> String {
+    if edition.is_english() {
+        BUILD_DIR.to_string()
+    } else {
+        format!("{BUILD_DIR}/{}", edition.dir)
+    }
+}
+
+/// Builds every edition into `target/book` (English) and `target/book/<dir>`
+/// (translations), then checks that every page can switch language. With
+/// `serve`, serves one edition (`lang`, English by default) with live
+/// reload instead.
+///
+/// There is one `docs/book.toml`; a translation is the same book with four
+/// settings overridden through mdBook's `MDBOOK_*` environment variables:
+/// its source directory, language, title and build directory. English is
+/// built first because mdBook empties its build directory, which holds the
+/// translations' directories too.
+pub fn build(root: &Path, serve: bool, lang: Option<&str>) -> Result<()> {
     let mdbook = find_or_install(root)?;
-    let action = if serve { "serve" } else { "build" };
-    let status = Command::new(&mdbook)
-        .arg(action)
-        .arg(root.join("docs"))
-        .status()
-        .with_context(|| format!("running {}", mdbook.display()))?;
-    if !status.success() {
-        bail!("mdbook {action} failed ({status})");
+    let editions = i18n::editions(root);
+    let chosen: Vec<&Edition> = match (serve, lang) {
+        (_, Some("en")) => vec![&i18n::ENGLISH],
+        (_, Some(name)) => vec![i18n::translation(name)?],
+        (true, None) => vec![&i18n::ENGLISH],
+        (false, None) => editions,
+    };
+    for edition in chosen {
+        let action = if serve { "serve" } else { "build" };
+        let mut command = Command::new(&mdbook);
+        command.arg(action).arg(root.join("docs"));
+        if !edition.is_english() {
+            // Relative to docs/, as in book.toml.
+            command
+                .env("MDBOOK_BOOK__SRC", edition.dir)
+                .env("MDBOOK_BOOK__LANGUAGE", edition.lang)
+                .env("MDBOOK_BOOK__TITLE", edition.title)
+                .env(
+                    "MDBOOK_BUILD__BUILD_DIR",
+                    format!("../{}", build_dir(edition)),
+                );
+        }
+        let status = command
+            .status()
+            .with_context(|| format!("running {}", mdbook.display()))?;
+        if !status.success() {
+            bail!(
+                "mdbook {action} of the {} edition failed ({status})",
+                edition.label
+            );
+        }
     }
     if !serve {
+        let pages = switcher_on_every_page(root)?;
         eprintln!(
-            "The book is in {}",
-            root.join("target/book/index.html").display()
+            "The book is in {} ({pages} pages, each with the language switcher)",
+            root.join(BUILD_DIR).join("index.html").display()
         );
     }
     Ok(())
+}
+
+/// Every HTML page of the built book loads the language switcher: returns
+/// how many pages there are, or names the first that does not. (`toc.html`
+/// is mdBook's table of contents for browsers without scripts.)
+fn switcher_on_every_page(root: &Path) -> Result<usize> {
+    let mut pages = 0;
+    for path in lessons::files_with_extension(&root.join(BUILD_DIR), "html")? {
+        if path.file_name().is_some_and(|name| name == "toc.html") {
+            continue;
+        }
+        let html = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if !html.contains("i18n/switcher-") && !html.contains("i18n/switcher.js") {
+            bail!(
+                "{} does not load the language switcher: docs/book.toml's [output.html] additional-js must list i18n/switcher.js",
+                path.display()
+            );
+        }
+        pages += 1;
+    }
+    Ok(pages)
 }
 
 /// The version `binary --version` reports, if it runs.

@@ -3,8 +3,11 @@
 //!
 //! - `diff`: what one lesson crate changed against another;
 //! - `docs`: regenerate the book's generated pages and build the book;
-//! - `check`: the book and the lessons agree (also run by `tests/it/book.rs`,
-//!   so `cargo test --workspace` catches the same problems).
+//! - `check`: the book and the lessons agree, and the translations are
+//!   current (also run by `tests/it/book.rs`, so `cargo test --workspace`
+//!   catches the same problems);
+//! - `translation`: the state of each translated page, and `stamp` to
+//!   record that one was brought up to date with its English source.
 //!
 //! It is a library as well as a binary so that the checks run from a test.
 
@@ -12,6 +15,7 @@ pub mod check;
 pub mod diff;
 pub mod docs;
 pub mod flags;
+pub mod i18n;
 pub mod lessons;
 pub mod manifest;
 pub mod markdown;

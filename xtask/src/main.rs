@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
-use xtask::{check, diff, docs, lessons, repo_root};
+use xtask::{check, diff, docs, i18n, lessons, repo_root};
 
 #[derive(Parser)]
 #[command(about = "Tasks of the Rust agent course: lesson diffs, the book, its checks.")]
@@ -26,14 +26,38 @@ enum Task {
         #[arg(long)]
         stat: bool,
     },
-    /// Regenerate the book's generated pages and build the book into target/book.
+    /// Regenerate the book's generated pages and build every edition: English
+    /// into target/book, translations into target/book/zh and target/book/ja.
     Docs {
-        /// Serve the book on localhost with live reload instead of building once.
+        /// Serve one edition on localhost with live reload instead of building.
         #[arg(long)]
         serve: bool,
+        /// The edition to build or serve alone: en, zh or ja.
+        #[arg(long)]
+        lang: Option<String>,
     },
-    /// Check that the book and the lessons agree (no mdBook needed).
+    /// Check that the book and the lessons agree, translations included (no
+    /// mdBook needed).
     Check,
+    /// The translations: their state, and recording a reviewed one.
+    Translation {
+        #[command(subcommand)]
+        task: TranslationTask,
+    },
+}
+
+#[derive(Subcommand)]
+enum TranslationTask {
+    /// Each translated page against its English source: current, stale, missing.
+    Status,
+    /// Record that a translation now matches its English page (after
+    /// reviewing it against the change `git log -p docs/src/PAGE.md` shows).
+    Stamp {
+        /// The edition: zh or ja.
+        lang: String,
+        /// The page: a lesson (s05, s05_todo_write) or introduction, benchmarks.
+        page: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -74,11 +98,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let _ = stdout.write_all(text.as_bytes());
             Ok(ExitCode::SUCCESS)
         }
-        Task::Docs { serve } => {
+        Task::Docs { serve, lang } => {
             for path in docs::generate(&root)? {
                 eprintln!("wrote {path}");
             }
-            docs::build(&root, serve)?;
+            docs::build(&root, serve, lang.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::Translation {
+            task: TranslationTask::Status,
+        } => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(i18n::status(&root)?.as_bytes());
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::Translation {
+            task: TranslationTask::Stamp { lang, page },
+        } => {
+            let edition = i18n::translation(&lang)?;
+            let page = i18n::resolve_page(&root, &page)?;
+            let line = i18n::stamp(&root, edition, &page)?;
+            eprintln!("{}/{page}: {line}", edition.src());
+            eprintln!("Run `cargo xtask docs` if the page's title or motto changed.");
             Ok(ExitCode::SUCCESS)
         }
         Task::Check => {

@@ -227,8 +227,39 @@ pub fn shell_blocks(text: &str) -> Vec<ShellBlock> {
     out
 }
 
+/// A fenced or indented code block: where it starts and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeBlock {
+    pub line: usize,
+    pub code: String,
+}
+
+/// Every code block of the page, in order.
+pub fn code_blocks(text: &str) -> Vec<CodeBlock> {
+    let mut out = Vec::new();
+    let mut current: Option<CodeBlock> = None;
+    for (event, range) in Parser::new_ext(text, options()).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(_)) => {
+                current = Some(CodeBlock {
+                    line: line_at(text, range.start),
+                    code: String::new(),
+                });
+            }
+            Event::Text(t) => {
+                if let Some(block) = current.as_mut() {
+                    block.code.push_str(&t);
+                }
+            }
+            Event::End(TagEnd::CodeBlock) => out.extend(current.take()),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The chapter's motto: from the first line that starts `> *"`, the words
-/// between the quotes (straight or curly; `*` or `_` for the italics).
+/// between the quotes (straight, curly or 「」; `*` or `_` for the italics).
 /// Whatever follows the closing `"*` is not part of it.
 pub fn motto(text: &str) -> Option<String> {
     let mut fence: Option<&str> = None;
@@ -249,7 +280,12 @@ pub fn motto(text: &str) -> Option<String> {
         };
         let quote = quote.trim_start();
         for mark in ["*", "_"] {
-            for (open, close) in [("\"", "\""), ("\u{201c}", "\u{201d}")] {
+            // Straight, curly, and the Japanese corner brackets.
+            for (open, close) in [
+                ("\"", "\""),
+                ("\u{201c}", "\u{201d}"),
+                ("\u{300c}", "\u{300d}"),
+            ] {
                 let Some(said) = quote.strip_prefix(mark).and_then(|q| q.strip_prefix(open)) else {
                     continue;
                 };
@@ -396,6 +432,10 @@ mod tests {
         assert_eq!(
             motto("```\n> *\"in code\"*\n```\n> _\u{201c}Curly\u{201d}_\n").as_deref(),
             Some("Curly")
+        );
+        assert_eq!(
+            motto("> *\u{300c}一周する。\u{300d}* \u{2014} x\n").as_deref(),
+            Some("一周する。")
         );
         assert_eq!(motto("> *not quoted*\n"), None);
         let blocks = shell_blocks(text);

@@ -1,6 +1,9 @@
 //! The generated pages of the book: one "what changed" page per lesson
 //! (`docs/src/changes/sNN_name.md`), the lessons index (`docs/src/lessons.md`)
-//! and the table of contents (`docs/src/SUMMARY.md`).
+//! and the table of contents (`docs/src/SUMMARY.md`), in every edition
+//! (`docs/zh/…`, `docs/ja/…`: the same facts, the words around them from
+//! the edition's [`Phrases`], the titles from its translated chapters; see
+//! [`crate::i18n`]).
 //!
 //! Rendering is a pure function of the repository's files, and everything
 //! is emitted in a fixed order, so `cargo xtask check` can regenerate the
@@ -13,6 +16,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::diff::{self, FileChange};
+use crate::i18n::{self, Edition, Phrases};
 use crate::lessons::{self, Content, Lesson};
 use crate::markdown;
 use crate::rust_items::{self, RustItem};
@@ -92,399 +96,632 @@ fn capitalise(text: &str) -> String {
     }
 }
 
-/// Every generated page: path relative to the repository root → contents.
+/// Every generated page of every edition (see [`crate::i18n`]): path
+/// relative to the repository root → contents.
 pub fn render_all(root: &Path) -> Result<BTreeMap<String, String>> {
     let infos = analyse(root)?;
-    let mut pages = BTreeMap::new();
-    let mut diffs = Vec::new();
+    // What each lesson changed against the one before: the same in every
+    // edition, so computed once.
+    let mut changes = Vec::new();
     for (index, info) in infos.iter().enumerate() {
         let previous = index.checked_sub(1).and_then(|i| infos.get(i));
-        let page = match previous {
-            Some(previous) => {
-                let changes = diff::compare(&previous.lesson, &info.lesson)?;
-                let page = changes_page(previous, info, &changes);
-                diffs.push(Some(diff::totals(&changes)));
-                page
-            }
-            None => {
-                diffs.push(None);
-                first_page(info, &lessons::files(&info.lesson)?)
-            }
-        };
-        pages.insert(format!("{BOOK_SRC}/{}", info.lesson.changes_file()), page);
+        changes.push(match previous {
+            Some(previous) => Some(diff::compare(&previous.lesson, &info.lesson)?),
+            None => None,
+        });
     }
-    let chapters: Vec<String> = infos
-        .iter()
-        .map(|info| {
-            std::fs::read_to_string(root.join(BOOK_SRC).join(info.lesson.chapter_file()))
-                .unwrap_or_default()
-        })
-        .collect();
-    pages.insert(
-        format!("{BOOK_SRC}/lessons.md"),
-        lessons_page(&infos, &chapters, &diffs),
-    );
-    let mut summary = summary(&infos);
-    for (title, file) in suffix_pages(root)? {
-        let _ = write!(summary, "\n[{}]({file})\n", escape_link_text(&title));
+    let mut pages = BTreeMap::new();
+    for edition in i18n::editions(root) {
+        let book = Book::read(root, edition, &infos)?;
+        book.render(&infos, &changes, &mut pages)?;
     }
-    pages.insert(format!("{BOOK_SRC}/SUMMARY.md"), summary);
     Ok(pages)
 }
 
-/// Hand-written pages about the course as a whole (`docs/src/*.md` that are
-/// neither a chapter nor a fixed page), listed after the lessons in file
-/// name order, each titled by its first `# ` heading.
-fn suffix_pages(root: &Path) -> Result<Vec<(String, String)>> {
+/// One edition's view of the lessons: each chapter's title and text in
+/// that edition, and whether the edition has the chapter at all.
+struct Book<'a> {
+    edition: &'a Edition,
+    phrases: &'a Phrases,
+    root: &'a Path,
+    chapters: Vec<Chapter>,
+}
+
+struct Chapter {
+    /// `Tool use`: the crate's title in English, the translated chapter's
+    /// heading (without its number) in a translation that has the chapter.
+    title: String,
+    /// The chapter's text in this edition, or the English one while the
+    /// translation is missing (for the motto).
+    text: String,
+    /// Whether this edition has the page (English always links it; rule 2
+    /// reports a missing English chapter).
+    present: bool,
+}
+
+impl<'a> Book<'a> {
+    fn read(root: &'a Path, edition: &'a Edition, infos: &[LessonInfo]) -> Result<Self> {
+        let read = |dir: &str, file: &str| std::fs::read_to_string(root.join(dir).join(file)).ok();
+        let chapters = infos
+            .iter()
+            .map(|info| {
+                let file = info.lesson.chapter_file();
+                let english = read(BOOK_SRC, &file).unwrap_or_default();
+                if edition.is_english() {
+                    return Chapter {
+                        title: info.title.clone(),
+                        text: english,
+                        present: true,
+                    };
+                }
+                match read(&edition.src(), &file) {
+                    Some(text) => Chapter {
+                        title: heading(&text)
+                            .map(|t| without_number(&t, info.lesson.number))
+                            .filter(|t| !t.is_empty())
+                            .unwrap_or_else(|| info.title.clone()),
+                        text,
+                        present: true,
+                    },
+                    None => Chapter {
+                        title: info.title.clone(),
+                        text: english,
+                        present: false,
+                    },
+                }
+            })
+            .collect();
+        Ok(Book {
+            edition,
+            phrases: edition.phrases,
+            root,
+            chapters,
+        })
+    }
+
+    /// A link to lesson `index`'s chapter, or its text alone while this
+    /// edition has no such page.
+    fn chapter_link(&self, index: usize, text: &str, prefix: &str, infos: &[LessonInfo]) -> String {
+        match (self.chapters.get(index), infos.get(index)) {
+            (Some(chapter), Some(info)) if chapter.present => {
+                format!("[{text}]({prefix}{})", info.lesson.chapter_file())
+            }
+            _ => text.to_string(),
+        }
+    }
+
+    fn title(&self, index: usize) -> &str {
+        self.chapters
+            .get(index)
+            .map(|c| c.title.as_str())
+            .unwrap_or("")
+    }
+
+    /// "Lesson 2: Tool use", linked to the chapter from a `changes/` page.
+    fn lesson_ref(&self, template: &str, index: usize, infos: &[LessonInfo]) -> String {
+        let Some(info) = infos.get(index) else {
+            return String::new();
+        };
+        let text = i18n::fill(
+            template,
+            &[
+                ("n", &info.lesson.number.to_string()),
+                ("title", &escape_link_text(self.title(index))),
+            ],
+        );
+        self.chapter_link(index, &text, "../", infos)
+    }
+
+    fn render(
+        &self,
+        infos: &[LessonInfo],
+        changes: &[Option<Vec<FileChange>>],
+        pages: &mut BTreeMap<String, String>,
+    ) -> Result<()> {
+        let dir = self.edition.src();
+        let mut diffs = Vec::new();
+        for (index, info) in infos.iter().enumerate() {
+            let page = match changes.get(index).and_then(Option::as_ref) {
+                Some(changes) if index > 0 => {
+                    diffs.push(Some(diff::totals(changes)));
+                    self.changes_page(index, infos, changes)
+                }
+                _ => {
+                    diffs.push(None);
+                    self.first_page(index, infos, &lessons::files(&info.lesson)?)
+                }
+            };
+            pages.insert(format!("{dir}/{}", info.lesson.changes_file()), page);
+        }
+        pages.insert(
+            format!("{dir}/lessons.md"),
+            self.lessons_page(infos, &diffs),
+        );
+        let mut summary = self.summary(infos);
+        for (title, file, present) in self.suffix_pages()? {
+            let target = if present { file.as_str() } else { "" };
+            let _ = write!(summary, "\n[{}]({target})\n", escape_link_text(&title));
+        }
+        pages.insert(format!("{dir}/SUMMARY.md"), summary);
+        Ok(())
+    }
+
+    /// Hand-written pages about the course as a whole (`*.md` that are
+    /// neither a chapter nor a fixed page), listed after the lessons in file
+    /// name order, each titled by its first `# ` heading: in a translation,
+    /// the English book's (translated or not yet) and the edition's own
+    /// (its glossary). Each with whether the edition has it.
+    fn suffix_pages(&self) -> Result<Vec<(String, String, bool)>> {
+        let english = suffix_pages(self.root, BOOK_SRC)?;
+        if self.edition.is_english() {
+            return Ok(english
+                .into_iter()
+                .map(|(title, file)| (title, file, true))
+                .collect());
+        }
+        let own = suffix_pages(self.root, &self.edition.src())?;
+        let mut pages: Vec<(String, String, bool)> = english
+            .into_iter()
+            .filter(|(_, file)| !own.iter().any(|(_, own)| own == file))
+            .map(|(title, file)| (title, file, false))
+            .collect();
+        pages.extend(own.into_iter().map(|(title, file)| (title, file, true)));
+        pages.sort_by(|a, b| a.1.cmp(&b.1));
+        Ok(pages)
+    }
+
+    /// The table of contents. A page this edition does not have yet is a
+    /// draft entry (`[title]()`), which mdBook shows without a link.
+    fn summary(&self, infos: &[LessonInfo]) -> String {
+        let p = self.phrases;
+        let introduction = if self.edition.is_english()
+            || self
+                .root
+                .join(self.edition.src())
+                .join("introduction.md")
+                .is_file()
+        {
+            "introduction.md"
+        } else {
+            ""
+        };
+        let mut out = format!(
+            "{MARKER}\n\n# {}\n\n[{}]({introduction})\n\n[{}](lessons.md)\n\n",
+            p.summary, p.introduction, p.lessons
+        );
+        for (index, info) in infos.iter().enumerate() {
+            let present = self.chapters.get(index).is_some_and(|c| c.present);
+            let _ = writeln!(
+                out,
+                "- [{}. {}]({})\n  - [{}]({})",
+                info.lesson.number,
+                escape_link_text(self.title(index)),
+                if present {
+                    info.lesson.chapter_file()
+                } else {
+                    String::new()
+                },
+                p.what_changed,
+                info.lesson.changes_file()
+            );
+        }
+        out
+    }
+
+    /// The lessons index.
+    fn lessons_page(&self, infos: &[LessonInfo], diffs: &[Option<(usize, usize)>]) -> String {
+        let p = self.phrases;
+        let mut out = format!(
+            "{MARKER}\n\n# {}\n\n{}\n\n{}\n",
+            p.lessons_title, p.lessons_intro, p.lessons_table
+        );
+        for (index, info) in infos.iter().enumerate() {
+            let previous = index.checked_sub(1).and_then(|i| infos.get(i));
+            let motto = self
+                .chapters
+                .get(index)
+                .and_then(|chapter| markdown::motto(&chapter.text))
+                .map(|m| i18n::fill(p.motto, &[("motto", &escape_cell(&m))]))
+                .unwrap_or_default();
+            let names = |tools: &[Tool]| -> Vec<String> {
+                tools.iter().map(|t| format!("`{}`", t.name)).collect()
+            };
+            let tools = match (&info.tools, previous.map(|p| &p.tools)) {
+                (Err(_), _) => p.tools_not_recorded.to_string(),
+                (Ok(tools), None) => format!("{}: {}", tools.len(), names(tools).join(", ")),
+                (Ok(tools), Some(Err(_))) => tools.len().to_string(),
+                (Ok(tools), Some(Ok(before))) => {
+                    let new: Vec<Tool> = tools
+                        .iter()
+                        .filter(|t| !before.iter().any(|p| p.name == t.name))
+                        .cloned()
+                        .collect();
+                    if new.is_empty() {
+                        tools.len().to_string()
+                    } else {
+                        i18n::fill(
+                            p.tools_with_new,
+                            &[
+                                ("count", &tools.len().to_string()),
+                                ("names", &names(&new).join(", ")),
+                            ],
+                        )
+                    }
+                }
+            };
+            let lines = match previous {
+                None => info.lines.to_string(),
+                Some(previous) => format!(
+                    "{} ({:+})",
+                    info.lines,
+                    info.lines as i64 - previous.lines as i64
+                ),
+            };
+            let changes = match diffs.get(index).copied().flatten() {
+                Some((added, removed)) => format!("+{added} −{removed}"),
+                None => p.first_lesson.to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | [{}]({}) |",
+                info.lesson.number,
+                self.chapter_link(
+                    index,
+                    &escape_cell(&escape_link_text(self.title(index))),
+                    "",
+                    infos
+                ),
+                escape_cell(&info.mechanism),
+                motto,
+                tools,
+                lines,
+                changes,
+                info.lesson.changes_file()
+            );
+        }
+        out
+    }
+
+    /// The page of the first lesson: what it has, since it has no predecessor.
+    fn first_page(
+        &self,
+        index: usize,
+        infos: &[LessonInfo],
+        files: &BTreeMap<String, Content>,
+    ) -> String {
+        let p = self.phrases;
+        let Some(info) = infos.get(index) else {
+            return String::new();
+        };
+        let lesson = &info.lesson;
+        let n = lesson.number.to_string();
+        let mut out = format!(
+            "{MARKER}\n\n# {}\n\n{}\n\n",
+            i18n::fill(p.first_title, &[("n", &n)]),
+            i18n::fill(
+                p.first_intro,
+                &[
+                    ("lesson", &self.lesson_ref(p.lesson_ref, index, infos)),
+                    ("crate", &lesson.name),
+                ]
+            )
+        );
+        let _ = writeln!(out, "## {}\n", p.tools_heading);
+        self.tool_section(&mut out, info, None);
+        let _ = writeln!(out, "## {}\n", p.items_heading);
+        let all: Vec<&RustItem> = info.items.values().collect();
+        self.item_list(&mut out, &all);
+        let _ = writeln!(out, "## {}\n\n{}", p.files_heading, p.first_files_table);
+        for (path, content) in files {
+            let lines = content.text().map(|t| t.lines().count().to_string());
+            let _ = writeln!(
+                out,
+                "| `{path}` | {} |",
+                lines.unwrap_or_else(|| p.binary.into())
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\n{}",
+            i18n::fill(p.first_lines, &[("n", &info.lines.to_string())])
+        );
+        out
+    }
+
+    /// The page of a later lesson: what changed since the one before.
+    fn changes_page(&self, index: usize, infos: &[LessonInfo], changes: &[FileChange]) -> String {
+        let p = self.phrases;
+        let (Some(info), Some(previous)) = (
+            infos.get(index),
+            index.checked_sub(1).and_then(|i| infos.get(i)),
+        ) else {
+            return String::new();
+        };
+        let lesson = &info.lesson;
+        let (added, removed) = diff::totals(changes);
+        let mut out = format!(
+            "{MARKER}\n\n# {}\n\n{}\n\n",
+            i18n::fill(p.changes_title, &[("n", &lesson.number.to_string())]),
+            i18n::fill(
+                p.changes_intro,
+                &[
+                    ("lesson", &self.lesson_ref(p.lesson_ref, index, infos)),
+                    (
+                        "previous",
+                        &self.lesson_ref(p.lesson_ref_inline, index - 1, infos)
+                    ),
+                    ("files", &changes.len().to_string()),
+                    ("s_files", plural(changes.len())),
+                    ("added", &added.to_string()),
+                    ("s_added", plural(added)),
+                    ("removed", &removed.to_string()),
+                    ("id", &lesson.id()),
+                    ("placeholder", lessons::PLACEHOLDER),
+                ]
+            )
+        );
+
+        let _ = writeln!(out, "## {}\n", p.tools_heading);
+        self.tool_section(&mut out, info, Some(previous));
+
+        let _ = writeln!(out, "## {}\n", p.items_heading);
+        let mut added_items = Vec::new();
+        let mut changed_items = Vec::new();
+        for (key, item) in &info.items {
+            match previous.items.get(key) {
+                None => added_items.push(item),
+                Some(old) if old.fingerprint != item.fingerprint || old.public != item.public => {
+                    changed_items.push(item)
+                }
+                Some(_) => {}
+            }
+        }
+        let removed_items: Vec<&RustItem> = previous
+            .items
+            .iter()
+            .filter(|(key, _)| !info.items.contains_key(*key))
+            .map(|(_, item)| item)
+            .collect();
+        if added_items.is_empty() && changed_items.is_empty() && removed_items.is_empty() {
+            let _ = writeln!(out, "{}\n", p.no_item_changed);
+        }
+        for (heading, items) in [
+            (p.added, &added_items),
+            (p.changed, &changed_items),
+            (p.removed, &removed_items),
+        ] {
+            if !items.is_empty() {
+                let group = i18n::fill(
+                    p.item_group,
+                    &[("heading", heading), ("count", &items.len().to_string())],
+                );
+                let _ = writeln!(out, "{group}\n");
+                self.item_list(&mut out, items);
+            }
+        }
+
+        let _ = writeln!(out, "## {}\n", p.files_heading);
+        if changes.is_empty() {
+            let _ = writeln!(out, "{}\n", p.no_file_differs);
+        } else {
+            let _ = writeln!(out, "{}", p.changes_files_table);
+            for change in changes {
+                let _ = writeln!(
+                    out,
+                    "| `{}` | {} | {} | {} |",
+                    change.path,
+                    p.status(change.status.word()),
+                    change.added,
+                    change.removed
+                );
+            }
+            out.push('\n');
+        }
+        let _ = writeln!(
+            out,
+            "{}\n",
+            i18n::fill(
+                p.changes_lines,
+                &[
+                    ("before", &previous.lines.to_string()),
+                    ("after", &info.lines.to_string())
+                ]
+            )
+        );
+
+        let _ = writeln!(out, "## {}\n", p.diff_heading);
+        if changes.is_empty() {
+            let _ = writeln!(out, "{}", p.empty_diff);
+        } else {
+            let text = escape_mdbook_links(&diff::unified(changes));
+            let fence = "`".repeat(longest_backtick_run(&text).max(2) + 1);
+            let _ = writeln!(out, "{fence}diff\n{text}{fence}");
+        }
+        out
+    }
+
+    /// Tools, new and changed ones with their inputs, the rest by name: what
+    /// `info`'s lesson offers against what `previous` offered (see
+    /// [`crate::tools`]). Two tools are the same when their name, description
+    /// and input schema are.
+    fn tool_section(&self, out: &mut String, info: &LessonInfo, previous: Option<&LessonInfo>) {
+        let p = self.phrases;
+        let tools = match &info.tools {
+            Ok(tools) => tools,
+            Err(why) => {
+                let snapshot = format!("crates/{}/{}", info.lesson.name, tools::SNAPSHOT);
+                let _ = writeln!(
+                    out,
+                    "{}\n",
+                    i18n::fill(
+                        p.no_tools_recorded,
+                        &[
+                            ("snapshot", &snapshot),
+                            ("why", &why.to_string()),
+                            ("command", &tools::update_command(&info.lesson)),
+                        ]
+                    )
+                );
+                return;
+            }
+        };
+        let previous = match previous.map(|p| (p, &p.tools)) {
+            None => None,
+            Some((_, Ok(before))) => Some(before.as_slice()),
+            Some((before, Err(_))) => {
+                let _ = writeln!(
+                    out,
+                    "{}\n",
+                    i18n::fill(
+                        p.previous_tools_not_recorded,
+                        &[("n", &before.lesson.number.to_string())]
+                    )
+                );
+                None
+            }
+        };
+        if tools.is_empty() {
+            let _ = writeln!(out, "{}\n", p.no_tools);
+        } else {
+            let _ = writeln!(
+                out,
+                "{}\n",
+                i18n::fill(
+                    p.tool_count,
+                    &[("n", &tools.len().to_string()), ("s", plural(tools.len()))]
+                )
+            );
+        }
+        let mut unchanged = Vec::new();
+        for tool in tools {
+            let status = match previous.map(|before| before.iter().find(|p| p.name == tool.name)) {
+                None => "",
+                Some(None) => p.new_tool,
+                Some(Some(old)) if old != tool => p.changed_tool,
+                Some(Some(_)) => {
+                    unchanged.push(format!("`{}`", tool.name));
+                    continue;
+                }
+            };
+            let _ = write!(out, "- **`{}`**{status}", tool.name);
+            let description = one_line(&tool.description);
+            if !description.is_empty() {
+                let _ = write!(out, "{}{}", p.colon, escape_html(&description));
+            }
+            out.push('\n');
+            for input in &tool.inputs {
+                let mut facts = Vec::new();
+                if !input.ty.is_empty() {
+                    facts.push(input.ty.clone());
+                }
+                if input.required {
+                    facts.push(p.required.to_string());
+                }
+                let _ = write!(out, "  - `{}`", input.name);
+                if !facts.is_empty() {
+                    let facts = facts.join(p.facts_separator);
+                    out.push_str(&i18n::fill(p.facts, &[("facts", &facts)]));
+                }
+                let description = one_line(&input.description);
+                if !description.is_empty() {
+                    let _ = write!(out, "{}{}", p.colon, escape_html(&description));
+                }
+                out.push('\n');
+            }
+        }
+        if !unchanged.is_empty() {
+            let names = unchanged.join(", ");
+            let _ = writeln!(
+                out,
+                "- {}",
+                i18n::fill(p.unchanged_tools, &[("names", &names)])
+            );
+        }
+        let removed: Vec<String> = previous
+            .unwrap_or_default()
+            .iter()
+            .filter(|p| !tools.iter().any(|t| t.name == p.name))
+            .map(|p| format!("`{}`", p.name))
+            .collect();
+        if !removed.is_empty() {
+            let names = removed.join(", ");
+            let _ = writeln!(
+                out,
+                "- {}",
+                i18n::fill(p.removed_tools, &[("names", &names)])
+            );
+        }
+        out.push('\n');
+    }
+
+    /// Items grouped by file: `- \`src/x.rs\`: \`pub fn a\`, \`struct B\``.
+    fn item_list(&self, out: &mut String, items: &[&RustItem]) {
+        let mut by_file: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for item in items {
+            by_file
+                .entry(item.file.as_str())
+                .or_default()
+                .push(format!("`{}`", item.label()));
+        }
+        if by_file.is_empty() {
+            let _ = writeln!(out, "{}", self.phrases.none);
+        }
+        for (file, labels) in by_file {
+            let _ = writeln!(out, "- `{file}`{}{}", self.phrases.colon, labels.join(", "));
+        }
+        out.push('\n');
+    }
+}
+
+/// The hand-written pages of `dir` about the course as a whole (neither a
+/// chapter nor a fixed page): (title by the first `# ` heading, file name),
+/// in file name order.
+fn suffix_pages(root: &Path, dir: &str) -> Result<Vec<(String, String)>> {
     let fixed = ["SUMMARY.md", "introduction.md", "lessons.md"];
     let chapters: Vec<String> = lessons::discover(root)?
         .iter()
         .map(|lesson| lesson.chapter_file())
         .collect();
     let mut pages = Vec::new();
-    for entry in std::fs::read_dir(root.join(BOOK_SRC))? {
+    let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+        return Ok(pages);
+    };
+    for entry in entries {
         let name = entry?.file_name().to_string_lossy().to_string();
         if !name.ends_with(".md") || fixed.contains(&name.as_str()) || chapters.contains(&name) {
             continue;
         }
-        let text = std::fs::read_to_string(root.join(BOOK_SRC).join(&name))?;
-        let title = text
-            .lines()
-            .find_map(|line| line.strip_prefix("# "))
-            .unwrap_or(name.trim_end_matches(".md"))
-            .trim()
-            .to_string();
+        let text = std::fs::read_to_string(root.join(dir).join(&name))?;
+        let title = heading(&text).unwrap_or_else(|| name.trim_end_matches(".md").to_string());
         pages.push((title, name));
     }
     pages.sort_by(|a, b| a.1.cmp(&b.1));
     Ok(pages)
 }
 
-/// The table of contents.
-pub fn summary(infos: &[LessonInfo]) -> String {
-    let mut out = format!(
-        "{MARKER}\n\n# Summary\n\n[Introduction](introduction.md)\n\n[Lessons](lessons.md)\n\n"
-    );
-    for info in infos {
-        let _ = writeln!(
-            out,
-            "- [{}. {}]({})\n  - [What changed]({})",
-            info.lesson.number,
-            escape_link_text(&info.title),
-            info.lesson.chapter_file(),
-            info.lesson.changes_file()
-        );
-    }
-    out
-}
-
-/// The lessons index.
-fn lessons_page(
-    infos: &[LessonInfo],
-    chapters: &[String],
-    diffs: &[Option<(usize, usize)>],
-) -> String {
-    let mut out = format!(
-        "{MARKER}\n\n# Lessons\n\n\
-         Each lesson is a crate, `crates/sNN_name`, that adds one mechanism to the \
-         lesson before it. Run one with `cargo run -p sNN_name`; see what it added \
-         with `cargo xtask diff sNN`.\n\n\
-         | # | chapter | mechanism | motto | tools | lines of Rust | what changed |\n\
-         | ---: | --- | --- | --- | --- | ---: | --- |\n"
-    );
-    for (index, info) in infos.iter().enumerate() {
-        let previous = index.checked_sub(1).and_then(|i| infos.get(i));
-        let motto = chapters
-            .get(index)
-            .and_then(|text| markdown::motto(text))
-            .map(|m| format!("*\"{}\"*", escape_cell(&m)))
-            .unwrap_or_default();
-        let names = |tools: &[Tool]| -> Vec<String> {
-            tools.iter().map(|t| format!("`{}`", t.name)).collect()
-        };
-        let tools = match (&info.tools, previous.map(|p| &p.tools)) {
-            (Err(_), _) => "not recorded".to_string(),
-            (Ok(tools), None) => format!("{}: {}", tools.len(), names(tools).join(", ")),
-            (Ok(tools), Some(Err(_))) => tools.len().to_string(),
-            (Ok(tools), Some(Ok(before))) => {
-                let new: Vec<Tool> = tools
-                    .iter()
-                    .filter(|t| !before.iter().any(|p| p.name == t.name))
-                    .cloned()
-                    .collect();
-                if new.is_empty() {
-                    tools.len().to_string()
-                } else {
-                    format!("{}, new: {}", tools.len(), names(&new).join(", "))
-                }
-            }
-        };
-        let lines = match previous {
-            None => info.lines.to_string(),
-            Some(previous) => format!(
-                "{} ({:+})",
-                info.lines,
-                info.lines as i64 - previous.lines as i64
-            ),
-        };
-        let changes = match diffs.get(index).copied().flatten() {
-            Some((added, removed)) => format!("+{added} −{removed}"),
-            None => "first lesson".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "| {} | [{}]({}) | {} | {} | {} | {} | [{}]({}) |",
-            info.lesson.number,
-            escape_cell(&escape_link_text(&info.title)),
-            info.lesson.chapter_file(),
-            escape_cell(&info.mechanism),
-            motto,
-            tools,
-            lines,
-            changes,
-            info.lesson.changes_file()
-        );
-    }
-    out
-}
-
-/// The page of the first lesson: what it has, since it has no predecessor.
-fn first_page(info: &LessonInfo, files: &BTreeMap<String, Content>) -> String {
-    let lesson = &info.lesson;
-    let mut out = format!(
-        "{MARKER}\n\n# What lesson {} starts with\n\n\
-         [Lesson {}: {}](../{}) is where the chain of lessons starts, so there is \
-         no diff here: this page lists what the crate `{}` has. Every later lesson's \
-         page shows what that lesson added.\n\n",
-        lesson.number,
-        lesson.number,
-        escape_link_text(&info.title),
-        lesson.chapter_file(),
-        lesson.name
-    );
-    out.push_str("## Tools\n\n");
-    tool_section(&mut out, info, None);
-    out.push_str("## Types and functions\n\n");
-    let all: Vec<&RustItem> = info.items.values().collect();
-    item_list(&mut out, &all);
-    out.push_str("## Files\n\n| file | lines |\n| --- | ---: |\n");
-    for (path, content) in files {
-        let lines = content.text().map(|t| t.lines().count().to_string());
-        let _ = writeln!(
-            out,
-            "| `{path}` | {} |",
-            lines.unwrap_or_else(|| "binary".into())
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\nLines of Rust under `src/` (not counting blank lines and anchors): {}.",
-        info.lines
-    );
-    out
-}
-
-/// The page of a later lesson: what changed since `previous`.
-fn changes_page(previous: &LessonInfo, info: &LessonInfo, changes: &[FileChange]) -> String {
-    let lesson = &info.lesson;
-    let (added, removed) = diff::totals(changes);
-    let mut out = format!(
-        "{MARKER}\n\n# What changed in lesson {}\n\n\
-         [Lesson {}: {}](../{}) against [lesson {}: {}](../{}): {} file{} changed, \
-         {added} line{} added, {removed} removed. In a terminal, \
-         `cargo xtask diff {}` shows the same diff. The crate name reads `{}` on \
-         both sides, and lines that only carry book anchors are left out.\n\n",
-        lesson.number,
-        lesson.number,
-        escape_link_text(&info.title),
-        lesson.chapter_file(),
-        previous.lesson.number,
-        escape_link_text(&previous.title),
-        previous.lesson.chapter_file(),
-        changes.len(),
-        plural(changes.len()),
-        plural(added),
-        lesson.id(),
-        lessons::PLACEHOLDER,
-    );
-
-    out.push_str("## Tools\n\n");
-    tool_section(&mut out, info, Some(previous));
-
-    out.push_str("## Types and functions\n\n");
-    let mut added_items = Vec::new();
-    let mut changed_items = Vec::new();
-    for (key, item) in &info.items {
-        match previous.items.get(key) {
-            None => added_items.push(item),
-            Some(old) if old.fingerprint != item.fingerprint || old.public != item.public => {
-                changed_items.push(item)
-            }
-            Some(_) => {}
-        }
-    }
-    let removed_items: Vec<&RustItem> = previous
-        .items
-        .iter()
-        .filter(|(key, _)| !info.items.contains_key(*key))
-        .map(|(_, item)| item)
-        .collect();
-    if added_items.is_empty() && changed_items.is_empty() && removed_items.is_empty() {
-        out.push_str("No item was added, changed or removed.\n\n");
-    }
-    for (heading, items) in [
-        ("Added", &added_items),
-        ("Changed", &changed_items),
-        ("Removed", &removed_items),
-    ] {
-        if !items.is_empty() {
-            let _ = writeln!(out, "**{heading}** ({}):\n", items.len());
-            item_list(&mut out, items);
-        }
-    }
-
-    out.push_str("## Files\n\n");
-    if changes.is_empty() {
-        out.push_str("No file differs.\n\n");
-    } else {
-        out.push_str("| file | | added | removed |\n| --- | --- | ---: | ---: |\n");
-        for change in changes {
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {} | {} |",
-                change.path,
-                change.status.word(),
-                change.added,
-                change.removed
-            );
-        }
-        out.push('\n');
-    }
-    let _ = writeln!(
-        out,
-        "Lines of Rust under `src/` (not counting blank lines and anchors): {} → {}.\n",
-        previous.lines, info.lines
-    );
-
-    out.push_str("## The diff\n\n");
-    if changes.is_empty() {
-        out.push_str("Empty.\n");
-    } else {
-        let text = escape_mdbook_links(&diff::unified(changes));
-        let fence = "`".repeat(longest_backtick_run(&text).max(2) + 1);
-        let _ = writeln!(out, "{fence}diff\n{text}{fence}");
-    }
-    out
-}
-
-/// Tools, new and changed ones with their inputs, the rest by name: what
-/// `info`'s lesson offers against what `previous` offered (see
-/// [`crate::tools`]). Two tools are the same when their name, description
-/// and input schema are.
-fn tool_section(out: &mut String, info: &LessonInfo, previous: Option<&LessonInfo>) {
-    let tools = match &info.tools {
-        Ok(tools) => tools,
-        Err(why) => {
-            let _ = writeln!(
-                out,
-                "The tool list is not recorded: `crates/{}/{}` {why}. \
-                 `{}` writes it.\n",
-                info.lesson.name,
-                tools::SNAPSHOT,
-                tools::update_command(&info.lesson)
-            );
-            return;
-        }
+/// The text of the first line that starts with `# `, as written, without
+/// an explicit `{#id}` at its end.
+fn heading(text: &str) -> Option<String> {
+    let line = text
+        .lines()
+        .find_map(|line| line.strip_prefix("# "))?
+        .trim();
+    let line = match line.rsplit_once(" {#") {
+        Some((before, id)) if id.ends_with('}') => before.trim_end(),
+        _ => line,
     };
-    let previous = match previous.map(|p| (p, &p.tools)) {
-        None => None,
-        Some((_, Ok(before))) => Some(before.as_slice()),
-        Some((before, Err(_))) => {
-            let _ = writeln!(
-                out,
-                "Lesson {}'s tool list is not recorded, so no tool is marked new or changed.\n",
-                before.lesson.number
-            );
-            None
-        }
-    };
-    if tools.is_empty() {
-        out.push_str("The lesson gives the model no tools.\n\n");
-    } else {
-        let _ = writeln!(
-            out,
-            "The model can call {} tool{}.\n",
-            tools.len(),
-            plural(tools.len())
-        );
-    }
-    let mut unchanged = Vec::new();
-    for tool in tools {
-        let status = match previous.map(|before| before.iter().find(|p| p.name == tool.name)) {
-            None => "",
-            Some(None) => " (new)",
-            Some(Some(old)) if old != tool => " (changed)",
-            Some(Some(_)) => {
-                unchanged.push(format!("`{}`", tool.name));
-                continue;
-            }
-        };
-        let _ = write!(out, "- **`{}`**{status}", tool.name);
-        let description = one_line(&tool.description);
-        if !description.is_empty() {
-            let _ = write!(out, ": {}", escape_html(&description));
-        }
-        out.push('\n');
-        for input in &tool.inputs {
-            let mut facts = Vec::new();
-            if !input.ty.is_empty() {
-                facts.push(input.ty.clone());
-            }
-            if input.required {
-                facts.push("required".to_string());
-            }
-            let _ = write!(out, "  - `{}`", input.name);
-            if !facts.is_empty() {
-                let _ = write!(out, " ({})", facts.join(", "));
-            }
-            let description = one_line(&input.description);
-            if !description.is_empty() {
-                let _ = write!(out, ": {}", escape_html(&description));
-            }
-            out.push('\n');
-        }
-    }
-    if !unchanged.is_empty() {
-        let _ = writeln!(out, "- Unchanged: {}.", unchanged.join(", "));
-    }
-    let removed: Vec<String> = previous
-        .unwrap_or_default()
-        .iter()
-        .filter(|p| !tools.iter().any(|t| t.name == p.name))
-        .map(|p| format!("`{}`", p.name))
-        .collect();
-    if !removed.is_empty() {
-        let _ = writeln!(out, "- Removed: {}.", removed.join(", "));
-    }
-    out.push('\n');
+    Some(line.to_string())
 }
 
-/// Items grouped by file: `- \`src/x.rs\`: \`pub fn a\`, \`struct B\``.
-fn item_list(out: &mut String, items: &[&RustItem]) {
-    let mut by_file: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for item in items {
-        by_file
-            .entry(item.file.as_str())
-            .or_default()
-            .push(format!("`{}`", item.label()));
-    }
-    if by_file.is_empty() {
-        out.push_str("None.\n");
-    }
-    for (file, labels) in by_file {
-        let _ = writeln!(out, "- `{file}`: {}", labels.join(", "));
-    }
-    out.push('\n');
+/// `1. The agent loop` → `The agent loop` (a chapter's heading carries its
+/// number; the table of contents adds its own).
+fn without_number(title: &str, number: u32) -> String {
+    title
+        .trim()
+        .strip_prefix(&format!("{number}."))
+        .unwrap_or(title)
+        .trim()
+        .to_string()
 }
 
 fn plural(n: usize) -> &'static str {
@@ -545,18 +782,20 @@ pub fn stale(root: &Path, pages: &BTreeMap<String, String>) -> Vec<(String, &'st
 }
 
 /// Generated pages on disk that no lesson produces any more
-/// (`docs/src/changes/*.md` only: the directory is all generated).
+/// (`changes/*.md` of each edition only: the directory is all generated).
 pub fn orphans(root: &Path, pages: &BTreeMap<String, String>) -> Result<Vec<String>> {
-    let dir = root.join(BOOK_SRC).join("changes");
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Ok(out);
-    };
-    for entry in entries {
-        let name = entry?.file_name().to_string_lossy().into_owned();
-        let path = format!("{BOOK_SRC}/changes/{name}");
-        if name.ends_with(".md") && !pages.contains_key(&path) {
-            out.push(path);
+    for edition in i18n::editions(root) {
+        let dir = format!("{}/changes", edition.src());
+        let Ok(entries) = std::fs::read_dir(root.join(&dir)) else {
+            continue;
+        };
+        for entry in entries {
+            let name = entry?.file_name().to_string_lossy().into_owned();
+            let path = format!("{dir}/{name}");
+            if name.ends_with(".md") && !pages.contains_key(&path) {
+                out.push(path);
+            }
         }
     }
     out.sort();

@@ -16,3 +16,18 @@ fn book_and_lessons_agree() {
         report.join("\n")
     );
 }
+
+/// An edition is checked when its directory exists (so the made-up
+/// repositories of the other tests need none); the real book has them all.
+#[test]
+fn every_edition_is_in_the_book() {
+    let root = xtask::repo_root();
+    for edition in &xtask::i18n::TRANSLATIONS {
+        assert!(
+            root.join(edition.src()).is_dir(),
+            "{} is missing: the {} edition is part of the book",
+            edition.src(),
+            edition.label
+        );
+    }
+}

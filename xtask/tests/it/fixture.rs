@@ -10,13 +10,13 @@ use std::path::Path;
 
 use tempfile::TempDir;
 
-fn write(root: &Path, path: &str, text: &str) {
+pub(crate) fn write(root: &Path, path: &str, text: &str) {
     let path = root.join(path);
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(path, text).unwrap();
 }
 
-fn edit(root: &Path, path: &str, from: &str, to: &str) {
+pub(crate) fn edit(root: &Path, path: &str, from: &str, to: &str) {
     let text = fs::read_to_string(root.join(path)).unwrap();
     assert!(text.contains(from), "{path} has no {from:?}");
     fs::write(root.join(path), text.replacen(from, to, 1)).unwrap();
@@ -148,7 +148,7 @@ pub fn spec() -> ToolSpec {
 "#;
 
 /// A repository with lessons s01_first and s02_second, pages generated.
-fn fixture() -> TempDir {
+pub(crate) fn fixture() -> TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(
@@ -229,7 +229,7 @@ pub fn spec() -> ToolSpec {
     dir
 }
 
-fn problems(root: &Path) -> Vec<String> {
+pub(crate) fn problems(root: &Path) -> Vec<String> {
     xtask::check::run(root)
         .unwrap()
         .iter()
