@@ -15,6 +15,7 @@ use shared::text::plural;
 use shared::tools::Workspace;
 
 use crate::hook_registry::HookRegistry;
+use crate::mcp::McpHub;
 use crate::permission::{Approver, Decision, PermissionGate};
 use crate::settings::PermissionRules;
 
@@ -28,13 +29,14 @@ pub const LARGE_OUTPUT_CHARS: usize = 20_000;
 
 // ANCHOR: register
 /// Registers this lesson's hooks, in the order they run; they report to
-/// `notices`. The permission gate decides by the settings file's `rules`
-/// too (lesson 19).
+/// `notices`, and the permission gate knows the MCP tools of `mcp` and
+/// decides by the settings file's `rules` too (lesson 19).
 pub fn register(
     registry: &mut HookRegistry,
     workspace: &Workspace,
     notices: &Notices,
     approver: Box<dyn Approver>,
+    mcp: &McpHub,
     rules: PermissionRules,
 ) {
     registry.on_user_prompt_submit(context_hook(
@@ -44,7 +46,7 @@ pub fn register(
     // The permission hook comes first: when it blocks a call, the hooks
     // after it are not run, so the log shows only calls that will run.
     registry.on_pre_tool_use(permission_hook(
-        PermissionGate::new(workspace.clone(), approver).with_rules(rules),
+        PermissionGate::new(workspace.clone(), approver, mcp.clone()).with_rules(rules),
     ));
     registry.on_pre_tool_use(log_pre_tool_use(notices.clone()));
     registry.on_post_tool_use(log_post_tool_use(notices.clone()));

@@ -16,6 +16,7 @@ use crate::compact::Compactor;
 use crate::cron::{self, CronScheduler};
 use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::hook_registry::HookRegistry;
+use crate::mcp::{self, McpHub, McpSync};
 use crate::memory::MemorySystem;
 use crate::prompt::{
     ConversationBreakpoints, PromptAssembler, Section, log_cache_usage, mark_last_tool, sources,
@@ -38,8 +39,8 @@ use crate::worktrees::{self, WorktreeManager};
 /// `before_model_call` and `call_model` share, the memory layer, the
 /// assembler that builds the system prompt from all of them, the
 /// recovery around `call_model`, the commands running in the background,
-/// the cron scheduler, the team, and what the settings file configured,
-/// for `/status`.
+/// the cron scheduler, the team, the MCP servers, and what the settings
+/// file configured, for `/status`.
 pub struct LessonHooks {
     tools: ToolRegistry,
     /// The context every tool call gets.
@@ -59,6 +60,10 @@ pub struct LessonHooks {
     cron: CronScheduler,
     /// The teammates, their mailboxes and protocols.
     team: Team,
+    /// The connections to MCP servers, and what of their tools the
+    /// dispatch map has.
+    mcp: McpHub,
+    mcp_sync: McpSync,
     /// The settings the agent was built from (lesson 19).
     settings: Settings,
     /// The model as the front end chose it.
@@ -72,7 +77,8 @@ impl LessonHooks {
     /// Hooks working in the setup's workspace, with the five base tools
     /// (`bash` able to run in the background), `todo_write`, `compact`,
     /// `load_skill`, `task`, the five task-board tools, the three cron
-    /// tools, the five team tools, the four worktree tools, and this
+    /// tools, the five team tools, the four worktree tools, the two MCP
+    /// tools (and the connected servers' tools), and this
     /// lesson's hooks — the settings file's command hooks first — reporting
     /// to the setup's notices, asking `options.approver` before risky calls
     /// (after the settings file's rules), and keeping memories.
@@ -80,6 +86,10 @@ impl LessonHooks {
     /// [`crate::build`]). Fails only when a skills directory was named that
     /// does not exist.
     pub fn new(setup: &Setup, options: Options, recovery: Recovery) -> anyhow::Result<Self> {
+        // ANCHOR: register_mcp_gate
+        // The MCP servers of the workspace, known before the hooks: the
+        // permission gate asks by what each server says of its tools.
+        let mcp = McpHub::new(setup.workspace.root(), setup.notices.clone(), options.mcp);
         let mut registry = HookRegistry::new();
         // ANCHOR: register_settings
         // The settings file's command hooks run before the built-in ones,
@@ -99,9 +109,11 @@ impl LessonHooks {
             &setup.workspace,
             &setup.notices,
             options.approver,
+            &mcp,
             options.settings.permissions.clone(),
         );
         // ANCHOR_END: register_settings
+        // ANCHOR_END: register_mcp_gate
         let registry = Arc::new(Mutex::new(registry));
         let mut tools = base_tools();
         // ANCHOR: register_background
@@ -175,6 +187,11 @@ impl LessonHooks {
         team::tools::register(&mut tools, &team);
         worktrees::tools::register(&mut tools, &worktrees);
         // ANCHOR_END: register_team
+        // ANCHOR: register_mcp
+        // `connect_mcp` and `list_mcp`, last of the built-in tools; the
+        // servers' tools come after them, once connected.
+        mcp::tools::register(&mut tools, &mcp);
+        // ANCHOR_END: register_mcp
         Ok(Self {
             tools,
             context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
@@ -189,6 +206,8 @@ impl LessonHooks {
             background,
             cron,
             team,
+            mcp,
+            mcp_sync: McpSync::default(),
             settings: options.settings,
             model_id: setup.model_id.clone(),
             provider: setup.model.provider().to_string(),
@@ -232,6 +251,11 @@ impl LessonHooks {
         &self.cron
     }
 
+    /// The MCP servers, to see what is connected.
+    pub fn mcp(&self) -> &McpHub {
+        &self.mcp
+    }
+
     /// The system prompt's assembler, to see its key and counts.
     pub fn prompt(&self) -> &PromptAssembler {
         &self.prompt
@@ -255,9 +279,7 @@ impl LessonHooks {
             cron_jobs: self.cron.list().len(),
             tasks: shared.board.list(),
             worktrees: shared.worktrees.list().map_err(|error| error.to_string()),
-            // Lesson 18's client connects them; this lesson only reads the
-            // settings.
-            connected_mcp: Vec::new(),
+            mcp: self.mcp.status(),
         }
     }
     // ANCHOR_END: status_view
@@ -273,6 +295,8 @@ impl LessonHooks {
             sources::tools(self.tools.names()),
             sources::planning(&self.tools),
             Section::new("skills", self.skill_catalog.clone()),
+            // Which MCP servers there are; changes only with a connection.
+            Section::new("mcp", self.mcp.prompt_section()),
             // The memory index, read from MEMORY.md for each request.
             Section::new("memory", self.memory.system_section().unwrap_or_default()),
         ]
@@ -337,6 +361,18 @@ impl Hooks for LessonHooks {
 
     // ANCHOR: compaction
     async fn before_model_call(&mut self, history: &mut Vec<Message>) {
+        // ANCHOR: mcp_sync
+        // The MCP tools into the dispatch map if they changed (a server
+        // connected, changed its list or died), before the system prompt
+        // and the tools of this call are read from it.
+        self.mcp.settle().await;
+        if self.mcp_sync.sync(&mut self.tools, &self.mcp) {
+            self.context.notices.emit(
+                mcp::MCP_TAG,
+                format!("tool pool rebuilt: {} MCP tools", self.mcp.tools().len()),
+            );
+        }
+        // ANCHOR_END: mcp_sync
         // Compaction first, so a reminder added now is not compacted away.
         self.compactor.before_model_call(history).await;
         if self.todos.remind_if_due(history) {
@@ -404,6 +440,8 @@ impl Hooks for LessonHooks {
     async fn on_exit(&mut self) {
         self.background.stop_all().await;
         self.team.stop_all().await;
+        // No MCP server outlives the session.
+        self.mcp.stop_all().await;
     }
     // ANCHOR_END: notifications
 

@@ -26,6 +26,7 @@ pub mod cron;
 pub mod dispatch;
 pub mod hook_registry;
 pub mod hooks;
+pub mod mcp;
 pub mod memory;
 pub mod permission;
 pub mod prompt;
@@ -47,6 +48,7 @@ use shared::cli::{Lesson, Setup};
 use compact::CompactConfig;
 use cron::{Clock, SystemClock};
 pub use hooks::LessonHooks;
+pub use mcp::McpOptions;
 use permission::{Approver, TerminalApprover};
 use recovery::{Recovery, RecoveryPolicy};
 pub use settings::Settings;
@@ -82,9 +84,13 @@ pub struct Options {
     /// How idle teammates scan the task board, and how long their claims
     /// hold.
     pub autonomy: Autonomy,
-    /// The settings file (lesson 19): its permission rules, command hooks
-    /// and MCP servers are used from here; `main` has already folded its
-    /// numbers into the fields above. The default is no file.
+    /// How long MCP servers may take to start and to answer, and servers
+    /// configured besides `.mcp.json`'s.
+    pub mcp: McpOptions,
+    /// The settings file (lesson 19): the gate and the hook registry take
+    /// its permission rules and command hooks from here; `main` has
+    /// already folded its numbers and its MCP servers into the fields
+    /// above. The default is no file.
     pub settings: Settings,
 }
 
@@ -97,6 +103,7 @@ impl Default for Options {
             recovery: RecoveryPolicy::default(),
             clock: Arc::new(SystemClock),
             autonomy: Autonomy::default(),
+            mcp: McpOptions::default(),
             settings: Settings::default(),
         }
     }

@@ -101,6 +101,7 @@ async fn main() -> ExitCode {
         options.compact = settings.compact_config(from_env)?;
         options.recovery = settings.recovery_policy(from_env)?;
         options.autonomy = settings.autonomy();
+        options.mcp = settings.mcp_options(from_env)?;
         options.settings = settings;
         s19_integrated_harness::build(setup, options)
     })

@@ -4,8 +4,9 @@
 //!    refused outright. Nobody is asked, and no flag overrides it.
 //! 2. **Ask rules.** A call that matches one of the rules in [`check_rules`]
 //!    (a file path outside the workspace, a `bash` command containing one of
-//!    [`ASK_PATTERNS`], from lesson 15 every `spawn_teammate`) needs the
-//!    user's approval.
+//!    [`ASK_PATTERNS`], from lesson 15 every `spawn_teammate`, from lesson 18
+//!    every `connect_mcp` and every MCP tool its server does not claim is
+//!    read-only) needs the user's approval.
 //! 3. **The user's answer.** An [`Approver`] decides: the terminal asks
 //!    `Allow? [y/N]`, `--yes` approves in advance, tests script the answers.
 //!
@@ -31,6 +32,7 @@ use shared::cli::{TerminalAnswer, ask_yes_no, describe_input, show_answered};
 use shared::protocol::ToolUse;
 use shared::tools::{PathError, Workspace};
 
+use crate::mcp::McpHub;
 use crate::settings::{PermissionRules, Verdict};
 
 // ANCHOR: lists
@@ -100,16 +102,20 @@ pub trait Approver: Send {
 pub struct PermissionGate {
     workspace: Workspace,
     approver: Box<dyn Approver>,
+    /// The MCP servers, which say which of their tools are read-only.
+    mcp: McpHub,
     /// The settings file's rules (lesson 19); none by default.
     rules: PermissionRules,
 }
 
 impl PermissionGate {
-    /// A gate for tools working in `workspace`, asking `approver`.
-    pub fn new(workspace: Workspace, approver: Box<dyn Approver>) -> Self {
+    /// A gate for tools working in `workspace`, asking `approver`, with
+    /// the MCP tools of `mcp`.
+    pub fn new(workspace: Workspace, approver: Box<dyn Approver>, mcp: McpHub) -> Self {
         Self {
             workspace,
             approver,
+            mcp,
             rules: PermissionRules::default(),
         }
     }
@@ -140,8 +146,11 @@ impl PermissionGate {
             }
             Some((Verdict::Ask, rule)) => format!("Settings rule ask {rule}"),
             Some((Verdict::Allow, _)) => return Decision::Allow,
-            // Gate 2: does a rule of the lesson say to ask?
-            None => match check_rules(&self.workspace, call) {
+            // Gate 2: does a rule of the lesson say to ask? Lesson 18: an
+            // MCP tool asks by what its server claims about it.
+            None => match check_rules(&self.workspace, call)
+                .or_else(|| self.mcp.approval_reason(&call.name))
+            {
                 Some(reason) => reason.to_string(),
                 None => return Decision::Allow,
             },
@@ -189,8 +198,16 @@ pub fn check_rules(workspace: &Workspace, call: &ToolUse) -> Option<&'static str
     if call.name == SPAWN_TEAMMATE {
         return Some("Starting a teammate (another agent working in this workspace)");
     }
+    // Lesson 18: connecting a server runs the program `.mcp.json` names,
+    // and a checked-out repository can bring its own `.mcp.json`.
+    if call.name == CONNECT_MCP {
+        return Some("Starting an MCP server (runs the command .mcp.json names)");
+    }
     None
 }
+
+/// The tool that starts an MCP server (lesson 18), which always asks first.
+pub const CONNECT_MCP: &str = crate::mcp::tools::CONNECT_MCP;
 
 /// The tool that starts a teammate (lesson 15), which always asks first.
 pub const SPAWN_TEAMMATE: &str = "spawn_teammate";

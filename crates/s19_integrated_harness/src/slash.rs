@@ -64,8 +64,9 @@ pub struct StatusView {
     pub tasks: Vec<Task>,
     /// `Err`: the worktrees could not be listed (no git repository, say).
     pub worktrees: Result<Vec<Worktree>, String>,
-    /// Names of the MCP servers connected now.
-    pub connected_mcp: Vec<String>,
+    /// Lesson 18's account of the MCP servers: each configured one, and
+    /// whether it is connected.
+    pub mcp: String,
 }
 // ANCHOR_END: status_view
 
@@ -130,20 +131,9 @@ pub fn render(view: &StatusView) -> String {
             ));
         }
     }
-    line(format!(
-        "MCP servers: {}",
-        plural(view.settings.mcp_servers.len(), "server", "servers")
-    ));
-    for (name, server) in &view.settings.mcp_servers {
-        let state = if view.connected_mcp.contains(name) {
-            "connected"
-        } else {
-            "not connected"
-        };
-        line(format!(
-            "  {name:<12} {state:<14} {}",
-            server.command_line()
-        ));
+    line("MCP servers: (the settings file's and .mcp.json's)".to_string());
+    for status in view.mcp.lines() {
+        line(format!("  {status}"));
     }
     line(format!(
         "skills:      {}",

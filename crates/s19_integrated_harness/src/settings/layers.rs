@@ -33,6 +33,7 @@ use shared::settings::InvalidSetting;
 use super::Settings;
 use crate::compact::CompactConfig;
 use crate::compact::config as compact_env;
+use crate::mcp::McpOptions;
 use crate::recovery::RecoveryPolicy;
 use crate::recovery::policy as recovery_env;
 use crate::skills::SkillsArgs;
@@ -185,6 +186,18 @@ impl Settings {
     /// file.
     pub fn skills(&self, flag: &SkillsArgs, env: impl Fn(&str) -> Option<String>) -> SkillsArgs {
         flag.or_lookup(self.under(env))
+    }
+
+    /// Lesson 18's options: the timeouts from the environment, and the
+    /// file's servers, which join those of `.mcp.json` (the workspace's
+    /// `.mcp.json` wins on a name both have).
+    pub fn mcp_options(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<McpOptions, InvalidSetting> {
+        let mut options = McpOptions::from_lookup(env)?;
+        options.servers = self.mcp_servers.clone();
+        Ok(options)
     }
 
     /// Lesson 16's timings, from the file over the defaults.

@@ -1,33 +1,21 @@
-//! The settings file's MCP servers, in the shape of a `.mcp.json` entry.
+//! The settings file's MCP servers: lesson 18's [`ServerConfig`], the
+//! shape of one `.mcp.json` entry.
 //!
 //! ```toml
 //! [mcp_servers.docs]
 //! command = "cargo"
-//! args = ["run", "-q", "-p", "mcp_docs_server"]
+//! args = ["run", "-q", "-p", "mcp_example_server"]
 //! env = { DOCS_DIR = "docs" }
 //! ```
 //!
 //! is `{"mcpServers": {"docs": {"command": "cargo", "args": [...], "env":
-//! {...}}}}` in `.mcp.json`. The name becomes the middle of the server's
-//! tool names, `mcp__docs__search`, so it may not contain `__`.
+//! {...}}}}` in `.mcp.json`. They are handed to lesson 18's hub with the
+//! workspace's `.mcp.json`, which wins on a name both have. The name
+//! becomes the middle of the server's tool names, `mcp__docs__search`,
+//! which the permission rules match; so here, stricter than `.mcp.json`,
+//! it must be a name the tool names keep as it is.
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-
-/// How to start one MCP server over stdio.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpServer {
-    /// The program to run.
-    pub command: String,
-    /// Its arguments.
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Variables added to its environment.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-}
+pub use crate::mcp::ServerConfig;
 
 /// Why a server's name cannot be used, if it cannot.
 pub fn check_name(name: &str) -> Result<(), String> {
@@ -49,22 +37,4 @@ pub fn check_name(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-impl McpServer {
-    /// Why the entry cannot start a server, if it cannot.
-    pub fn check(&self) -> Result<(), String> {
-        if self.command.trim().is_empty() {
-            return Err("command is empty".into());
-        }
-        Ok(())
-    }
-
-    /// The command line, for `/status`.
-    pub fn command_line(&self) -> String {
-        std::iter::once(self.command.as_str())
-            .chain(self.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
 }

@@ -8,7 +8,7 @@
 //!  [model]        id, provider, fallback       → the front end, lesson 11
 //!  [permissions]  allow / ask / deny rules     → lesson 3's gate        (rules)
 //!  [[hooks.*]]    shell commands on 4 events   → lesson 4's registry    (command_hooks)
-//!  [mcp_servers]  servers in .mcp.json's shape → lesson 18's client     (mcp)
+//!  [mcp_servers]  servers in .mcp.json's shape → lesson 18's McpHub     (mcp)
 //!  [skills]       dir                          → lesson 7
 //!  [compaction]   thresholds                   → lesson 8's CompactConfig
 //!  [recovery]     retry knobs                  → lesson 11's RecoveryPolicy
@@ -40,7 +40,7 @@ use shared::model::config::ProviderKind;
 
 pub use command_hooks::{CommandHook, HookEvent};
 pub use layers::{CompactionSettings, RecoverySettings, TeamSettings};
-pub use mcp::McpServer;
+pub use mcp::ServerConfig;
 pub use rules::{PermissionRules, Rule, Verdict};
 
 /// Where the settings file is looked for when `--settings` names none,
@@ -58,7 +58,7 @@ pub struct Settings {
     pub permissions: PermissionRules,
     /// Grouped by event, each event's in the file's order.
     pub hooks: Vec<CommandHook>,
-    pub mcp_servers: BTreeMap<String, McpServer>,
+    pub mcp_servers: BTreeMap<String, ServerConfig>,
     /// As written; [`Settings::find`] takes a relative one from the
     /// workspace.
     pub skills_dir: Option<PathBuf>,
@@ -110,7 +110,7 @@ struct File {
     #[serde(default)]
     hooks: HooksSection,
     #[serde(default)]
-    mcp_servers: BTreeMap<String, McpServer>,
+    mcp_servers: BTreeMap<String, ServerConfig>,
     #[serde(default)]
     skills: SkillsSection,
     #[serde(default)]
@@ -231,9 +231,11 @@ impl Settings {
                 for (name, server) in &raw.mcp_servers {
                     mcp::check_name(name)
                         .map_err(|why| invalid(format!("mcp_servers.{name}"), why))?;
+                    // Lesson 18's own check: a command, and a transport it speaks.
                     server
+                        .clone()
                         .check()
-                        .map_err(|why| invalid(format!("mcp_servers.{name}.command"), why))?;
+                        .map_err(|why| invalid(format!("mcp_servers.{name}"), why))?;
                 }
                 raw.mcp_servers
             },

@@ -29,6 +29,7 @@ mod invariants;
 mod isolation;
 mod layers;
 mod long_session;
+mod mcp;
 mod memory;
 mod memory_store;
 mod offered_tools;

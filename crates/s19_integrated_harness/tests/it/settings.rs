@@ -214,7 +214,12 @@ fn every_refusal_names_the_file_the_key_and_the_reason() {
         ),
         (
             "[mcp_servers.docs]\ncommand = \"\"\n",
-            ".agent/settings.toml: mcp_servers.docs.command: command is empty",
+            ".agent/settings.toml: mcp_servers.docs: `command` is empty",
+        ),
+        (
+            "[mcp_servers.docs]\ncommand = \"x\"\ntype = \"http\"\n",
+            ".agent/settings.toml: mcp_servers.docs: transport `http` is not supported here; \
+             only stdio servers are",
         ),
     ];
     for (text, expected) in cases {
@@ -569,6 +574,110 @@ async fn a_stop_hook_exiting_2_sends_the_model_back_to_work() {
     assert_eq!(input["last_assistant_message"], "tests pass");
 }
 
+// ---------------------------------------------------------------- MCP servers
+
+/// A settings file that configures the course's example MCP server as
+/// `docs` (this test binary, serving), plus `rest`.
+fn with_docs_server(rest: &str) -> Settings {
+    let server = support::example_server();
+    let quoted = |text: &str| format!("{text:?}");
+    let args: Vec<String> = server.args.iter().map(|arg| quoted(arg)).collect();
+    let env: Vec<String> = server
+        .env
+        .iter()
+        .map(|(name, value)| format!("{name} = {}", quoted(value)))
+        .collect();
+    parse(&format!(
+        "{rest}\n[mcp_servers.docs]\ncommand = {}\nargs = [{}]\nenv = {{ {} }}\n",
+        quoted(&server.command),
+        args.join(", "),
+        env.join(", ")
+    ))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_server_of_the_settings_file_connects_and_its_rules_apply_to_its_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = with_docs_server(
+        "[permissions]\nallow = [\"connect_mcp\", \"mcp__docs\"]\ndeny = [\"mcp__docs__delete_*\"]\n",
+    );
+    let model = Arc::new(ScriptedModel::new(vec![
+        Reply::tool("connect_mcp", json!({ "name": "docs" })),
+        Reply::tool("mcp__docs__search_docs", json!({ "query": "worktree" })),
+        Reply::tool(
+            "mcp__docs__delete_doc",
+            json!({ "title": "Worktree cleanup policy" }),
+        ),
+        Reply::text("done"),
+    ]));
+    // Nobody says yes: without the allow rules, connecting would be refused.
+    let approver = ScriptedApprover::new([]);
+    let options = lesson::Options {
+        approver: Box::new(approver.clone()),
+        mcp: settings.mcp_options(|_| None).unwrap(),
+        settings,
+        ..support::options()
+    };
+    let mut agent = support::agent_with(dir.path(), model.clone(), options);
+    let status = agent.hooks.status_view();
+    assert!(status.mcp.contains("docs: not connected"), "{}", status.mcp);
+    let mut history = Vec::new();
+    let (outcome, _) = support::turn(&mut agent, &mut history, "search the docs").await;
+    outcome.unwrap();
+    validate(&history).unwrap();
+
+    let results = results(&history);
+    assert!(
+        !results[0].1,
+        "connected without a question: {}",
+        results[0].0
+    );
+    assert!(
+        results[0].0.contains("Connected to MCP server `docs`"),
+        "{}",
+        results[0].0
+    );
+    assert!(!results[1].1, "{}", results[1].0);
+    assert!(
+        results[1].0.contains("Worktree cleanup policy"),
+        "{}",
+        results[1].0
+    );
+    assert!(results[2].1);
+    assert!(
+        results[2]
+            .0
+            .contains("the settings rule deny mcp__docs__delete_*"),
+        "{}",
+        results[2].0
+    );
+    assert!(approver.asked().is_empty(), "{:?}", approver.asked());
+    let status = agent.hooks.status_view();
+    assert!(status.mcp.contains("docs: connected"), "{}", status.mcp);
+    agent.finish(&mut Recorder::default()).await;
+}
+
+#[test]
+fn the_servers_of_the_file_join_those_of_mcp_json() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(".mcp.json"),
+        r#"{"mcpServers": {"docs": {"command": "from-mcp-json"}}}"#,
+    )
+    .unwrap();
+    let settings = parse(
+        "[mcp_servers.docs]\ncommand = \"from-settings\"\n[mcp_servers.extra]\ncommand = \"x\"\n",
+    )
+    .unwrap();
+    let hub = lesson::mcp::McpHub::new(
+        dir.path(),
+        shared::notice::Notices::new(),
+        settings.mcp_options(|_| None).unwrap(),
+    );
+    assert_eq!(hub.configured(), ["docs", "extra"]);
+}
+
 // ---------------------------------------------------------------- the binary
 
 /// Writes `text` as the workspace's default settings file.
@@ -656,8 +765,8 @@ async fn status_and_help_are_answered_without_a_model_call() {
         "  allow spawn_teammate",
         "hooks:       4 command hooks",
         "  PreToolUse       bash",
-        "MCP servers: 1 server",
-        "  docs         not connected  cargo run -q -p mcp_example_server",
+        "MCP servers: (the settings file's and .mcp.json's)",
+        "  docs: not connected",
         "summary above 50000 tokens",
         "recovery:    10 attempts",
         "teammates:   none (idle scans every 1000 ms up to 30000 ms, leases 600 s)",

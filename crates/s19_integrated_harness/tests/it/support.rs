@@ -46,6 +46,8 @@ pub const TOOLS: &[&str] = &[
     "list_worktrees",
     "remove_worktree",
     "keep_worktree",
+    "connect_mcp",
+    "list_mcp",
 ];
 
 /// The model id every test agent asks for.
@@ -163,4 +165,54 @@ pub const FULL_SIZE: bool = true;
 /// `full` at full size, else a tenth of it (at least one).
 pub fn size(full: usize) -> usize {
     if FULL_SIZE { full } else { (full / 10).max(1) }
+}
+
+/// The variable that makes this test binary run as the course's example
+/// MCP server (see `mcp::example_server_entry`).
+pub const SERVE_EXAMPLE_ENV: &str = "S19_SERVE_EXAMPLE_MCP_SERVER";
+
+/// How to start the course's example MCP server: this very test binary,
+/// running only the test that serves, with the variable that makes it
+/// serve. What libtest prints on standard output around it ("running 1
+/// test") is not JSON, and MCP clients skip lines that are not.
+pub fn example_server() -> lesson::mcp::ServerConfig {
+    let exe = std::env::current_exe().unwrap();
+    let mut config = lesson::mcp::ServerConfig::new(
+        exe.to_string_lossy(),
+        [
+            "mcp::example_server_entry",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+            "--quiet",
+        ],
+    );
+    config
+        .env
+        .insert(SERVE_EXAMPLE_ENV.to_string(), "1".to_string());
+    config
+}
+
+/// How to start the npm package `@modelcontextprotocol/<package>` that
+/// `npm ci` installed in `examples/mcp_server/npm`, with `args`; `None`,
+/// saying why, when node or the package is missing.
+pub fn npm_server(package: &str, args: &[&str]) -> Option<lesson::mcp::ServerConfig> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/mcp_server/npm/node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js");
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !node || !script.is_file() {
+        println!(
+            "skipped: {} (run `npm ci` in examples/mcp_server/npm; node found: {node})",
+            script.display()
+        );
+        return None;
+    }
+    let mut all = vec![script.to_string_lossy().into_owned()];
+    all.extend(args.iter().map(|arg| arg.to_string()));
+    Some(lesson::mcp::ServerConfig::new("node", all))
 }

@@ -1,0 +1,72 @@
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use jiff::tz::TimeZone;
+use jiff::{Timestamp, ZonedDateTime};
+use s18_mcp_plugin::McpOptions;
+use s18_mcp_plugin::compact::CompactConfig;
+use s18_mcp_plugin::cron::StartedClock;
+use s18_mcp_plugin::permission::ApproveAll;
+use s18_mcp_plugin::recovery::RecoveryPolicy;
+use shared::cli::CommonArgs;
+
+// ANCHOR: args
+/// The lesson's command line: the common flags, `--yes`, `--skills-dir` and
+/// `--pretend-now`.
+#[derive(Debug, Parser)]
+#[command(
+    about = "A lesson of the Rust agent course. Type a request; q, exit or an empty line quits."
+)]
+struct Args {
+    #[command(flatten)]
+    common: CommonArgs,
+
+    /// Approve in advance every call that would ask `Allow? [y/N]`, for
+    /// scripted runs. The deny list still applies.
+    #[arg(long, visible_alias = "approve-all")]
+    yes: bool,
+
+    #[command(flatten)]
+    skills: s18_mcp_plugin::SkillsArgs,
+
+    /// Start the cron scheduler's clock at this time and let it run from
+    /// there, to try a schedule without waiting for the real date:
+    /// `2026-03-08T01:58:00-05:00[America/New_York]`, or an RFC 3339 time
+    /// such as `2026-12-01T08:59:55Z` (read in the local time zone).
+    #[arg(long, value_name = "TIME", value_parser = parse_start)]
+    pretend_now: Option<ZonedDateTime>,
+}
+
+/// `--pretend-now`: a time with its zone, or an instant shown in the
+/// system's zone.
+fn parse_start(text: &str) -> Result<ZonedDateTime, String> {
+    text.parse::<ZonedDateTime>().or_else(|zoned_error| {
+        text.parse::<Timestamp>()
+            .map(|instant| instant.to_zoned_datetime(TimeZone::system()))
+            .map_err(|_| format!("not a time with a zone or an RFC 3339 time: {zoned_error}"))
+    })
+}
+// ANCHOR_END: args
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let mut options = s18_mcp_plugin::Options::default();
+    if args.yes {
+        options.approver = Box::new(ApproveAll);
+    }
+    if let Some(start) = args.pretend_now {
+        options.clock = Arc::new(StartedClock::new(start));
+    }
+    // The closure runs after `.env` is loaded, so the settings may come from
+    // it; this is the only place that reads them.
+    shared::cli::run(s18_mcp_plugin::LESSON, args.common, move |setup| {
+        options.skills = args.skills.or_lookup(shared::settings::from_env);
+        options.compact = CompactConfig::from_lookup(shared::settings::from_env)?;
+        options.recovery = RecoveryPolicy::from_lookup(shared::settings::from_env)?;
+        options.mcp = McpOptions::from_lookup(shared::settings::from_env)?;
+        s18_mcp_plugin::build(setup, options)
+    })
+    .await
+}
