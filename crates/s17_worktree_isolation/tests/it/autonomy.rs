@@ -105,14 +105,32 @@ async fn three_teammates_complete_thirty_tasks_each_once_and_never_before_their_
     .expect("the team finishes the board");
     assert_eq!(done.len(), 30);
 
-    // The board's own reports, in the order they happened.
-    let reports: Vec<String> = agent
-        .notices
-        .take()
-        .into_iter()
-        .filter(|notice| notice.tag == "tasks")
-        .map(|notice| notice.text)
-        .collect();
+    // The board's own reports, in the order they happened. A teammate
+    // reports a completion just after writing it, so the last report may
+    // still be on its way when the files already say "completed".
+    let mut reports: Vec<String> = Vec::new();
+    tokio::time::timeout(DEADLINE, async {
+        loop {
+            reports.extend(
+                agent
+                    .notices
+                    .take()
+                    .into_iter()
+                    .filter(|notice| notice.tag == "tasks")
+                    .map(|notice| notice.text),
+            );
+            let completions = reports
+                .iter()
+                .filter(|text| text.starts_with("completed "))
+                .count();
+            if completions >= 30 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("every completion is reported");
     let position = |needle: &str| -> Vec<usize> {
         reports
             .iter()
