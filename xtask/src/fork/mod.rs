@@ -55,6 +55,9 @@ pub fn fork(root: &Path, lesson: &Lesson, dest: &Path, name: Option<&str>) -> Re
     let name = name.unwrap_or(&lesson.name).to_string();
     check_name(&name)?;
     check_destination(root, dest)?;
+    if let Some(reason) = unsupported(root, lesson)? {
+        bail!("{lesson} cannot be forked yet: {reason}");
+    }
 
     let member = format!("{LESSON_PARENT}/{name}");
     let inherited = inherit::Inherited::parse(&read(&root.join("Cargo.toml"))?)?;
@@ -164,6 +167,22 @@ fn check_destination(root: &Path, dest: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Why `lesson` cannot be forked, if it cannot. Lessons 18 and later
+/// reach into `examples/` (the course's MCP server, as a dev-dependency, and
+/// the example settings file), whose crates inherit from the course's
+/// workspace; a fork would have to write those manifests out as well, which
+/// this command does not do yet.
+pub fn unsupported(root: &Path, lesson: &Lesson) -> Result<Option<String>> {
+    Ok(resources(root, lesson)?
+        .iter()
+        .any(|name| name == "examples")
+        .then(|| {
+            "it uses the course's examples/ crates, which a fork cannot carry yet; \
+             fork lesson 17 or earlier"
+                .to_string()
+        }))
 }
 
 /// The top-level folders of the course the lesson reads at run time: those

@@ -29,8 +29,13 @@ fn root() -> PathBuf {
     xtask::repo_root()
 }
 
+/// The lessons `cargo xtask fork` can fork (see `fork::unsupported`).
 fn lessons() -> Vec<Lesson> {
-    lessons::discover(&root()).unwrap()
+    lessons::discover(&root())
+        .unwrap()
+        .into_iter()
+        .filter(|lesson| fork::unsupported(&root(), lesson).unwrap().is_none())
+        .collect()
 }
 
 /// `lesson` forked into a new temporary directory (the fork is its
