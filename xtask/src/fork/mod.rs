@@ -96,6 +96,7 @@ pub fn fork(root: &Path, lesson: &Lesson, dest: &Path, name: Option<&str>) -> Re
         &[(&lesson.name, &name)],
     )?;
     write(&dest.join("Cargo.lock"), &lock)?;
+    settle_lock(dest)?;
     write(&dest.join(".gitignore"), GITIGNORE)?;
     write(
         &dest.join("README.md"),
@@ -109,6 +110,34 @@ pub fn fork(root: &Path, lesson: &Lesson, dest: &Path, name: Option<&str>) -> Re
     })
 }
 // ANCHOR_END: fork
+
+/// Lets Cargo itself finish the trimmed lock, offline. The course's lock
+/// records the features the whole workspace turns on (another lesson may
+/// enable `indexmap`'s `serde`, say); the fork turns on fewer, so Cargo would
+/// drop those edges on the first build and `--locked` would refuse. Resolving
+/// against a lock that pins every package changes no version: it only drops
+/// what the fork does not use.
+fn settle_lock(dest: &Path) -> Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .args([
+            "metadata",
+            "--offline",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
+        .arg(dest.join("Cargo.toml"))
+        .output()
+        .context("running cargo metadata in the fork")?;
+    if !output.status.success() {
+        bail!(
+            "cargo metadata in the fork failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
 
 /// A crate name that is also the Rust identifier `extern crate … as lesson`
 /// uses, so one replacement renames manifest, binary and code alike.

@@ -356,3 +356,17 @@ fn the_first_a_middle_and_the_newest_lesson_build_test_and_run_on_their_own() {
         );
     }
 }
+
+#[test]
+fn a_lesson_that_uses_the_course_examples_is_refused_with_the_reason() {
+    let all = lessons::discover(&root()).unwrap();
+    let lesson = lessons::find(&all, "s18").unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let dest = temp.path().join("fork");
+    let error = fork::fork(&root(), lesson, &dest, None).unwrap_err();
+    assert!(
+        format!("{error:#}").contains("examples/"),
+        "the reason is given: {error:#}"
+    );
+    assert!(!dest.exists(), "nothing was written");
+}
