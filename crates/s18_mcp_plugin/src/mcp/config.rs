@@ -60,7 +60,7 @@ impl ServerConfig {
 
     /// Checks what serde cannot: a command to run, and a transport this
     /// lesson speaks.
-    fn check(self) -> Result<Self, String> {
+    pub fn check(self) -> Result<Self, String> {
         if self.command.trim().is_empty() {
             return Err("`command` is empty".to_string());
         }
