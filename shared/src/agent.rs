@@ -22,6 +22,7 @@ use crate::history::push_user;
 use crate::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
 use crate::model::Model;
 use crate::notice::{Notice, Notices};
+use crate::progress::Progress;
 use crate::protocol::{ContentBlock, Delta, Message, Role, StopReason, ToolResult, ToolUse, Usage};
 
 // ANCHOR: limits
@@ -61,6 +62,8 @@ pub enum Event<'a> {
     ToolResult(&'a ToolUse, &'a ToolResult),
     /// A mechanism reported something (see [`crate::notice`]).
     Notice(&'a Notice),
+    /// Background work reported its state (see [`crate::progress`]).
+    Progress(&'a Progress),
 }
 
 /// Receives [`Event`]s.
@@ -168,6 +171,14 @@ impl<H: Hooks> Agent<H> {
         relay.around(self.hooks.on_exit()).await;
     }
 
+    /// Waits for [`Hooks::idle_work`] while no turn runs, passing on the
+    /// notices and progress reports emitted meanwhile, and returns the work
+    /// to send as the next prompt.
+    pub async fn idle_work(&mut self, observer: &mut dyn Observer) -> String {
+        let relay = Relay::new(observer, self.notices.clone());
+        relay.around(self.hooks.idle_work()).await
+    }
+
     // ANCHOR: loop
     /// The loop itself. `history` must end with a user message.
     pub async fn run_loop(
@@ -200,7 +211,7 @@ impl<H: Hooks> Agent<H> {
                 () = cancel.cancelled() => return Err(TurnError::Cancelled),
             };
             relay.event(Event::ReplyDone);
-            add_usage(&mut usage, &reply.usage);
+            usage.add(&reply.usage);
             let stop_reason = reply.stop_reason;
             let truncated = stop_reason == Some(StopReason::MaxTokens);
             let message = clean_reply(reply.content);
@@ -310,23 +321,6 @@ impl<H: Hooks> Agent<H> {
     // ANCHOR_END: run_tools
 }
 
-/// Adds one reply's token counts to a turn's. A cache figure stays `None`
-/// until some reply reports it, so "not reported" is not shown as zero.
-fn add_usage(total: &mut Usage, reply: &Usage) {
-    let sum = |total: Option<u64>, reply: Option<u64>| match (total, reply) {
-        (None, None) => None,
-        (total, reply) => Some(total.unwrap_or(0) + reply.unwrap_or(0)),
-    };
-    total.input_tokens += reply.input_tokens;
-    total.output_tokens += reply.output_tokens;
-    total.cache_creation_input_tokens = sum(
-        total.cache_creation_input_tokens,
-        reply.cache_creation_input_tokens,
-    );
-    total.cache_read_input_tokens =
-        sum(total.cache_read_input_tokens, reply.cache_read_input_tokens);
-}
-
 // ANCHOR: clean_reply
 /// The model's reply as an assistant message, minus empty text blocks,
 /// which the API refuses when they are sent back.
@@ -367,10 +361,13 @@ impl<'o> Relay<'o> {
             .event(event);
     }
 
-    /// Passes every queued notice on.
+    /// Passes every queued notice and progress report on.
     fn flush(&self) {
         for notice in self.notices.take() {
             self.event(Event::Notice(&notice));
+        }
+        for report in self.notices.take_progress() {
+            self.event(Event::Progress(&report));
         }
     }
 

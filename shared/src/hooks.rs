@@ -152,6 +152,17 @@ pub trait Hooks: Send {
         std::future::pending()
     }
 
+    /// Whether work this session started is still running and will arrive
+    /// through [`Hooks::idle_work`] — lesson 20's workflow runs, which a
+    /// request starts in the background and whose result is the point of
+    /// the request. After a `-p` prompt the front end keeps taking idle work
+    /// while this says so, and only then exits; the REPL does not need it.
+    /// The default, for lessons whose background work may be cut short at
+    /// exit, is `false`.
+    fn has_pending_work(&mut self) -> bool {
+        false
+    }
+
     /// Runs once when the session ends (end of input, `q`, or after a `-p`
     /// prompt), so work still running can be reported and stopped rather
     /// than left behind.

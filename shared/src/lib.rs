@@ -10,6 +10,7 @@
 //! * [`fs`]: the one atomic, durable write for every file the harness owns.
 //! * [`history`]: the pairing rules every history must keep.
 //! * [`notice`]: one-line reports from the mechanisms to the observer.
+//! * [`progress`]: live state reports from work running beside the loop.
 //! * [`settings`]: environment overrides, parsed in one place.
 //! * [`cli`]: the terminal front end (arguments, `.env`, REPL, streaming).
 //! * `testing` (feature `testing`, for tests only): a fake HTTP server and a
@@ -26,6 +27,7 @@ pub mod history;
 pub mod hooks;
 pub mod model;
 pub mod notice;
+pub mod progress;
 pub mod protocol;
 pub mod settings;
 #[cfg(feature = "testing")]

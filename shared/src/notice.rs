@@ -13,6 +13,10 @@
 //! dim on standard error, after ending any half-written line; a test
 //! collects it.
 //!
+//! Long work that has a state to watch rather than a thing to say (lesson
+//! 20's workflow runs) reports a [`Progress`] through the same handle; see
+//! [`crate::progress`].
+//!
 //! A [`Notices`] handle is cheap to clone and can be used from any thread
 //! or task. Emitting never blocks and never fails: with nobody draining,
 //! notices wait in the queue (a bounded number of them, see
@@ -23,6 +27,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::Notify;
+
+use crate::progress::Progress;
 
 /// How many undelivered notices are kept; older ones are dropped first. A
 /// harness that is never run by a loop must not grow without bound.
@@ -53,6 +59,8 @@ pub struct Notices {
 #[derive(Default)]
 struct Inner {
     queue: Mutex<VecDeque<Notice>>,
+    /// Unseen progress reports, at most one per id (the newest).
+    progress: Mutex<Vec<Progress>>,
     ready: Notify,
 }
 
@@ -92,13 +100,39 @@ impl Notices {
         self.queue().drain(..).collect()
     }
 
-    /// Waits until a notice has been emitted since the last wait returned
-    /// (or is already queued). Cancel-safe.
+    /// Queues a progress report for the observer. An unseen report with the
+    /// same id is replaced: only the newest state is worth showing.
+    pub fn progress(&self, report: Progress) {
+        {
+            let mut pending = self.pending_progress();
+            match pending.iter_mut().find(|old| old.id == report.id) {
+                Some(old) => *old = report,
+                None => pending.push(report),
+            }
+        }
+        self.inner.ready.notify_one();
+    }
+
+    /// Takes every unseen progress report, in the order their ids first
+    /// reported.
+    pub fn take_progress(&self) -> Vec<Progress> {
+        std::mem::take(&mut *self.pending_progress())
+    }
+
+    /// Waits until a notice or a progress report has been queued since the
+    /// last wait returned (or one is already queued). Cancel-safe.
     pub async fn ready(&self) {
-        if !self.queue().is_empty() {
+        if !self.queue().is_empty() || !self.pending_progress().is_empty() {
             return;
         }
         self.inner.ready.notified().await;
+    }
+
+    fn pending_progress(&self) -> std::sync::MutexGuard<'_, Vec<Progress>> {
+        self.inner
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Notice>> {
@@ -136,6 +170,28 @@ mod tests {
         let taken = notices.take();
         assert_eq!(taken.len(), MAX_QUEUED);
         assert_eq!(taken[0].text, "5");
+    }
+
+    #[test]
+    fn a_newer_report_replaces_an_unseen_one_on_the_same_id() {
+        let notices = Notices::new();
+        let report = |id: &str, done| Progress {
+            id: id.into(),
+            title: "wf".into(),
+            phase: None,
+            running: 0,
+            done,
+            tokens: 0,
+            elapsed: std::time::Duration::ZERO,
+            finished: false,
+        };
+        notices.progress(report("a", 1));
+        notices.progress(report("b", 1));
+        notices.progress(report("a", 2));
+        let taken = notices.take_progress();
+        assert_eq!(taken, [report("a", 2), report("b", 1)]);
+        assert!(notices.take_progress().is_empty());
+        assert!(notices.take().is_empty(), "progress is not a notice");
     }
 
     #[tokio::test]

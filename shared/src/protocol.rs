@@ -293,6 +293,26 @@ pub struct Usage {
     pub cache_read_input_tokens: Option<u64>,
 }
 
+impl Usage {
+    /// Adds another reply's (or turn's) token counts to these. A cache
+    /// figure stays `None` until some reply reports it, so "not reported"
+    /// is not shown as zero.
+    pub fn add(&mut self, other: &Usage) {
+        let sum = |total: Option<u64>, more: Option<u64>| match (total, more) {
+            (None, None) => None,
+            (total, more) => Some(total.unwrap_or(0) + more.unwrap_or(0)),
+        };
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_creation_input_tokens = sum(
+            self.cache_creation_input_tokens,
+            other.cache_creation_input_tokens,
+        );
+        self.cache_read_input_tokens =
+            sum(self.cache_read_input_tokens, other.cache_read_input_tokens);
+    }
+}
+
 /// One request to the model. It borrows everything, so building a request
 /// never copies the history.
 #[derive(Debug, Clone, Serialize)]

@@ -311,13 +311,15 @@ pub fn anthropic_stream_with_usage(
 
 // ANCHOR: recorder
 /// An observer that keeps what a turn showed, for tests to assert on: the
-/// streamed text, each tool call with its result, and every notice.
+/// streamed text, each tool call with its result, every notice and every
+/// progress report.
 #[derive(Debug, Default, Clone)]
 pub struct Recorder {
     pub text: String,
     pub calls: Vec<crate::protocol::ToolUse>,
     pub results: Vec<crate::protocol::ToolResult>,
     pub notices: Vec<crate::notice::Notice>,
+    pub progress: Vec<crate::progress::Progress>,
 }
 
 impl Recorder {
@@ -341,6 +343,7 @@ impl crate::agent::Observer for Recorder {
             Event::ToolCall(call) => self.calls.push(call.clone()),
             Event::ToolResult(_, result) => self.results.push(result.clone()),
             Event::Notice(notice) => self.notices.push(notice.clone()),
+            Event::Progress(report) => self.progress.push(report.clone()),
         }
     }
 }

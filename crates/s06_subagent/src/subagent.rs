@@ -191,6 +191,8 @@ impl Observer for Relay {
                 format!("  error: {}", truncate_chars(result.text().trim(), 200)),
             ),
             Event::Notice(notice) => self.0.emit(SUBAGENT_TAG, notice.to_string()),
+            // Work the subagent started reports its own state, unprefixed.
+            Event::Progress(report) => self.0.progress(report.clone()),
             Event::Delta(_) | Event::ReplyDone | Event::ToolResult(..) => {}
         }
     }

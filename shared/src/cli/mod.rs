@@ -162,8 +162,12 @@ fn slash_command<H: Hooks>(agent: &mut Agent<H>, line: &str) -> Option<String> {
     }
 }
 
-/// `-p` mode: one turn, then exit with its status. The last line on
-/// standard error sums up the input tokens the provider reported.
+/// `-p` mode: one turn, then exit with its status. Work the turn started in
+/// the background that the harness says is still coming
+/// ([`Hooks::has_pending_work`]: lesson 20's workflow runs) is part of the
+/// request: it is waited for and handed to the model as the REPL would, and
+/// Ctrl-C stops the wait. The last line on standard error sums up the input
+/// tokens the provider reported.
 async fn one_shot<H: Hooks>(
     agent: &mut Agent<H>,
     history: &mut Vec<Message>,
@@ -173,18 +177,32 @@ async fn one_shot<H: Hooks>(
         println!("{answer}");
         return ExitCode::SUCCESS;
     }
-    match run_turn_printing(agent, history, prompt, None).await {
-        Ok(outcome) => {
-            if let Some(line) = usage_line(&outcome.usage) {
-                eprintln!("{line}");
+    let mut usage = Usage::default();
+    let mut next = prompt.to_string();
+    loop {
+        match run_turn_printing(agent, history, &next, None).await {
+            Ok(outcome) => usage.add(&outcome.usage),
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::FAILURE;
             }
-            ExitCode::SUCCESS
         }
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::FAILURE
+        if !agent.hooks.has_pending_work() {
+            break;
+        }
+        let mut printer = TerminalPrinter::new();
+        tokio::select! {
+            work = agent.idle_work(&mut printer) => next = work,
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("\n^C no longer waiting for background work");
+                break;
+            }
         }
     }
+    if let Some(line) = usage_line(&usage) {
+        eprintln!("{line}");
+    }
+    ExitCode::SUCCESS
 }
 
 /// Runs one turn, printing as it goes; Ctrl-C cancels the turn. With

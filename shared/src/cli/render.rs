@@ -4,6 +4,7 @@ use std::io::{IsTerminal, Write};
 
 use crate::agent::{Event, Observer};
 use crate::notice::Notice;
+use crate::progress::Progress;
 use crate::protocol::{Delta, ToolResult, ToolUse};
 use crate::text::truncate_chars;
 
@@ -20,6 +21,8 @@ pub struct TerminalPrinter {
     mid_line: bool,
     /// Printed before every line, so a subagent's output can be told apart.
     prefix: String,
+    /// The last progress report shown for each piece of work still running.
+    last_progress: Vec<Progress>,
 }
 
 impl Default for TerminalPrinter {
@@ -36,6 +39,7 @@ impl TerminalPrinter {
             colour_err: std::io::stderr().is_terminal(),
             mid_line: false,
             prefix: String::new(),
+            last_progress: Vec::new(),
         }
     }
 
@@ -96,6 +100,28 @@ impl TerminalPrinter {
         let _ = err.flush();
     }
 
+    /// A progress report, as a plain line on standard error when it says
+    /// something the last one on its id did not. (The live display on a
+    /// terminal is drawn over this.)
+    fn progress(&mut self, out: &mut impl Write, err: &mut impl Write, report: &Progress) {
+        let news = self
+            .last_progress
+            .iter()
+            .find(|seen| seen.id == report.id)
+            .is_none_or(|seen| report.differs_in_substance(seen));
+        self.last_progress.retain(|seen| seen.id != report.id);
+        if !report.finished {
+            self.last_progress.push(report.clone());
+        }
+        if news {
+            self.end_line(out);
+            let _ = out.flush();
+            let line = format!("{}[progress] {report}", self.prefix);
+            let _ = writeln!(err, "{}", self.paint_err("2", &line));
+            let _ = err.flush();
+        }
+    }
+
     fn paint_err(&self, code: &str, text: &str) -> String {
         if self.colour_err {
             format!("\x1b[{code}m{text}\x1b[0m")
@@ -136,6 +162,7 @@ impl TerminalPrinter {
     fn write_event(&mut self, out: &mut impl Write, err: &mut impl Write, event: Event<'_>) {
         match event {
             Event::Notice(notice) => self.notice(out, err, notice),
+            Event::Progress(report) => self.progress(out, err, report),
             Event::Delta(Delta::Text(text)) => self.text(out, text),
             Event::Delta(Delta::Thinking(_) | Delta::ToolUseStart { .. }) => {}
             Event::ReplyDone => self.end_line(out),

@@ -346,7 +346,7 @@ impl Observer for WakingObserver {
             }
             Event::ToolCall(call) => self.log.push(format!("call {}", call.name)),
             Event::ToolResult(_, result) => self.log.push(format!("result {}", result.text())),
-            Event::Delta(_) | Event::ReplyDone => {}
+            Event::Delta(_) | Event::ReplyDone | Event::Progress(_) => {}
         }
     }
 }

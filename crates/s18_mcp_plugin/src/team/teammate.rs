@@ -535,6 +535,7 @@ impl Observer for Relay {
                 format!("  error: {}", truncate_chars(result.text().trim(), 200)),
             ),
             Event::Notice(notice) => self.notices.emit(self.name.as_str(), notice.to_string()),
+            Event::Progress(report) => self.notices.progress(report.clone()),
             Event::Delta(_) | Event::ReplyDone | Event::ToolResult(..) => {}
         }
     }
