@@ -68,9 +68,7 @@ impl LiveArea {
     /// The area on standard error, registered for [`suspended`].
     pub(crate) fn terminal() -> Self {
         let area = Self::new(ProgressDrawTarget::stderr(), Some(TICK));
-        *TERMINAL_AREA
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(area.multi.clone());
+        *TERMINAL_AREA.lock().unwrap_or_else(PoisonError::into_inner) = Some(area.multi.clone());
         area
     }
 

@@ -166,7 +166,7 @@ impl TerminalPrinter {
     /// One line of the front end's own on standard error (an error, a
     /// note on how a turn ended), written above the live lines.
     pub(crate) fn say(&mut self, line: &str) {
-        self.to_terminal(|printer, out, err| {
+        self.write_out(|printer, out, err| {
             printer.end_line(out, err);
             let _ = writeln!(err, "{line}");
         });
@@ -175,7 +175,7 @@ impl TerminalPrinter {
     /// One line on standard output (a slash command's answer), written
     /// above the live lines.
     pub(crate) fn answer(&mut self, text: &str) {
-        self.to_terminal(|printer, out, err| {
+        self.write_out(|printer, out, err| {
             printer.end_line(out, err);
             let _ = writeln!(out, "{text}");
         });
@@ -183,7 +183,7 @@ impl TerminalPrinter {
 
     /// Ends a turn's output with an empty line.
     pub(crate) fn end_turn(&mut self) {
-        self.to_terminal(|printer, out, err| {
+        self.write_out(|printer, out, err| {
             printer.end_line(out, err);
             let _ = writeln!(out);
         });
@@ -210,7 +210,7 @@ impl TerminalPrinter {
             .iter()
             .map(|running| self.progress_line(&running.report))
             .collect();
-        self.to_terminal(|printer, out, err| {
+        self.write_out(|printer, out, err| {
             printer.end_line(out, err);
             for line in &lines {
                 let _ = writeln!(err, "{line}");
@@ -243,7 +243,7 @@ impl TerminalPrinter {
 
     /// Runs `write` on the real outputs, or on buffers handed to the line
     /// editor's external printer while its prompt waits.
-    fn to_terminal(&mut self, write: impl FnOnce(&mut Self, &mut dyn Write, &mut dyn Write)) {
+    fn write_out(&mut self, write: impl FnOnce(&mut Self, &mut dyn Write, &mut dyn Write)) {
         if self.at_editor_prompt()
             && let Some(mut external) = self.external.take()
         {
@@ -375,7 +375,8 @@ impl TerminalPrinter {
             .iter()
             .find(|running| running.report.id == report.id)
             .is_none_or(|running| report.differs_in_substance(&running.report));
-        self.running.retain(|running| running.report.id != report.id);
+        self.running
+            .retain(|running| running.report.id != report.id);
         if !report.finished {
             self.running.push(Running {
                 report: report.clone(),
@@ -483,9 +484,9 @@ pub fn describe_input(call: &ToolUse) -> String {
 impl Observer for TerminalPrinter {
     fn event(&mut self, event: Event<'_>) {
         if self.at_editor_prompt() {
-            self.to_terminal(|printer, out, err| printer.write_event(out, err, event));
+            self.write_out(|printer, out, err| printer.write_event(out, err, event));
         } else {
-            // Unlocked handles, as in `to_terminal`.
+            // Unlocked handles, as in `write_out`.
             self.write_event(&mut std::io::stdout(), &mut std::io::stderr(), event);
         }
     }
@@ -759,7 +760,11 @@ mod tests {
             ],
         );
         let lines: Vec<&str> = drawn.lines().collect();
-        assert_eq!(lines[..3], ["> bash: ls", "  a.txt", "half a line"], "{drawn}");
+        assert_eq!(
+            lines[..3],
+            ["> bash: ls", "  a.txt", "half a line"],
+            "{drawn}"
+        );
         assert!(
             lines[3].ends_with("review · Verify · 2 running · 1 done · 1.2k tokens · 13s"),
             "the live line is drawn again below, with the newest report: {drawn}"
@@ -802,8 +807,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            drawn,
-            "[progress] review · Verify · 2 running · 1 done · 1.2k tokens · 3s",
+            drawn, "[progress] review · Verify · 2 running · 1 done · 1.2k tokens · 3s",
             "only the report with news, as a plain line"
         );
         printer.set_prompt(Prompt::Closed);
