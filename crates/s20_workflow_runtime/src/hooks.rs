@@ -30,6 +30,10 @@ use crate::subagent::{self, SharedHooks, Subagent, lock};
 use crate::tasks::{self, TASKS_DIR, TaskBoard};
 use crate::team::{self, MAILBOX_DIR, MessageBus, Protocols, Roster, ScanCount, Team};
 use crate::todo::{self, TodoTracker};
+use crate::workflow::agent::AgentRunner;
+use crate::workflow::report::RunFinished;
+use crate::workflow::store::RunStore;
+use crate::workflow::{self, WorkflowRuntime};
 use crate::worktrees::{self, WorktreeManager};
 
 /// The lesson's hooks: a system prompt, a dispatch map of tools (the
@@ -39,8 +43,8 @@ use crate::worktrees::{self, WorktreeManager};
 /// `before_model_call` and `call_model` share, the memory layer, the
 /// assembler that builds the system prompt from all of them, the
 /// recovery around `call_model`, the commands running in the background,
-/// the cron scheduler, the team, the MCP servers, and what the settings
-/// file configured, for `/status`.
+/// the cron scheduler, the team, the MCP servers, what the settings
+/// file configured, for `/status`, and the workflow runs.
 pub struct LessonHooks {
     tools: ToolRegistry,
     /// The context every tool call gets.
@@ -66,6 +70,8 @@ pub struct LessonHooks {
     mcp_sync: McpSync,
     /// The settings the agent was built from (lesson 19).
     settings: Settings,
+    /// The workflow runs started by `Workflow` (lesson 20).
+    workflows: WorkflowRuntime,
     /// The model as the front end chose it.
     model_id: String,
     provider: String,
@@ -78,7 +84,7 @@ impl LessonHooks {
     /// (`bash` able to run in the background), `todo_write`, `compact`,
     /// `load_skill`, `task`, the five task-board tools, the three cron
     /// tools, the five team tools, the four worktree tools, the two MCP
-    /// tools (and the connected servers' tools), and this
+    /// tools (and the connected servers' tools), `Workflow`, and this
     /// lesson's hooks — the settings file's command hooks first — reporting
     /// to the setup's notices, asking `options.approver` before risky calls
     /// (after the settings file's rules), and keeping memories.
@@ -187,6 +193,27 @@ impl LessonHooks {
         team::tools::register(&mut tools, &team);
         worktrees::tools::register(&mut tools, &worktrees);
         // ANCHOR_END: register_team
+        // ANCHOR: register_workflow
+        // Workflow agents are subagents: the same model stack, the same
+        // hooks around their tools, the parent's compaction thresholds.
+        let workflow_agents = AgentRunner::new(
+            Subagent::new(
+                setup.model.clone(),
+                setup.model_id.clone(),
+                compactor.config.clone(),
+            ),
+            Arc::clone(&registry),
+            ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            options.workflows.concurrency,
+        );
+        let workflows = WorkflowRuntime::new(
+            options.workflows.registry,
+            RunStore::new(setup.workspace.root()),
+            workflow_agents,
+            setup.notices.clone(),
+        );
+        workflow::tool::register(&mut tools, &workflows);
+        // ANCHOR_END: register_workflow
         // ANCHOR: register_mcp
         // `connect_mcp` and `list_mcp`, last of the built-in tools; the
         // servers' tools come after them, once connected.
@@ -209,6 +236,7 @@ impl LessonHooks {
             mcp,
             mcp_sync: McpSync::default(),
             settings: options.settings,
+            workflows,
             model_id: setup.model_id.clone(),
             provider: setup.model.provider().to_string(),
             skills_found,
@@ -254,6 +282,11 @@ impl LessonHooks {
     /// The MCP servers, to see what is connected.
     pub fn mcp(&self) -> &McpHub {
         &self.mcp
+    }
+
+    /// The workflow runs, to see what runs or take what finished.
+    pub fn workflows(&self) -> &WorkflowRuntime {
+        &self.workflows
     }
 
     /// The system prompt's assembler, to see its key and counts.
@@ -419,6 +452,13 @@ impl Hooks for LessonHooks {
                 .iter()
                 .map(|finished| ContentBlock::text(finished.notification())),
         );
+        // Finished workflow runs, in the same place and the same format.
+        results.extend(
+            self.workflows
+                .take_finished()
+                .iter()
+                .map(|finished| ContentBlock::text(finished.notification())),
+        );
     }
 
     // ANCHOR: idle_work
@@ -433,11 +473,27 @@ impl Hooks for LessonHooks {
                 .join("\n"),
             job = self.cron.next_due() => format!("[Scheduled] {}", job.prompt),
             events = self.team.next_events() => events,
+            finished = self.workflows.next_finished() => finished
+                .iter()
+                .map(RunFinished::notification)
+                .collect::<Vec<_>>()
+                .join("\n"),
         }
     }
     // ANCHOR_END: idle_work
 
+    // ANCHOR: pending
+    /// A workflow run going, or finished and not yet told: `-p` waits for
+    /// it, since its result is what the request was for.
+    fn has_pending_work(&mut self) -> bool {
+        self.workflows.has_pending()
+    }
+    // ANCHOR_END: pending
+
     async fn on_exit(&mut self) {
+        // Workflow runs first: their agents' tools may have started work
+        // of their own.
+        self.workflows.stop_all().await;
         self.background.stop_all().await;
         self.team.stop_all().await;
         // No MCP server outlives the session.

@@ -1,23 +1,24 @@
-//! # Lesson 19: the integrated harness
+//! # Lesson 20: the workflow runtime
 //!
-//! Eighteen lessons put eighteen mechanisms on one loop, and each came
-//! with its own flag or variable, or with no way to change it at all but
-//! to edit the code. An agent someone uses every day needs them all at
-//! once, set for *this* project: which commands may run without a
-//! question, which scripts check a call before it runs, which MCP servers
-//! to start, when to compact. This lesson reads all of that from one TOML
-//! file, `.agent/settings.toml` (or `--settings FILE`), once at start:
-//! permission rules in Claude Code's notation that lesson 3's gate applies
-//! before its own, hooks as shell commands that lesson 4's registry runs
-//! next to its closures, and the numbers of lessons 7, 8, 11 and 16 as a
-//! layer under the environment. A bad file is refused with the file, the
-//! key and the reason before anything starts. `/status` shows what is
-//! configured and running and `/help` the commands, answered without a
-//! model call. The loop does not change.
+//! Nineteen lessons let the model choose every step. Some work has a
+//! shape fixed in advance — audit each of ten aspects of a change, verify
+//! every finding on its own, sort what survives — and wants to run fast,
+//! the same way every time, and without starting over when the process
+//! dies. This lesson writes that shape as a Rust async function and gives
+//! the model one tool, `Workflow`, that starts it in the background and
+//! returns a run id at once. The function dispatches subagents on the
+//! shared loop, under a concurrency cap, through `pipeline` and
+//! `parallel`; an agent bound to a JSON Schema must answer with a matching
+//! object (one repair, then the run fails). Each finished agent call is
+//! journaled under a hash of its content, so a run resumed by its id runs
+//! only what is not in the journal, and its output is the same. The
+//! terminal shows the run's progress live; its end reaches the model as a
+//! `<task_notification>`, through lesson 13's channel. The loop does not
+//! change.
 //!
-//! Start reading at [`settings`]: [`settings::rules`] for the permission
-//! rules, [`settings::command_hooks`] for the hooks,
-//! [`settings::layers`] for which value wins. Then [`slash`] for `/status`.
+//! Start reading at [`workflow`]: [`workflow::ctx`] for the primitives,
+//! [`workflow::journal`] for the resume key, [`workflow::runtime`] for the
+//! background run, and [`workflow::review_changes`] for the sample.
 
 pub mod background;
 pub mod builtin_hooks;
@@ -38,6 +39,7 @@ pub mod subagent;
 pub mod tasks;
 pub mod team;
 pub mod todo;
+pub mod workflow;
 pub mod worktrees;
 
 use std::sync::Arc;
@@ -54,6 +56,7 @@ use recovery::{Recovery, RecoveryPolicy};
 pub use settings::Settings;
 pub use skills::SkillsArgs;
 pub use team::Autonomy;
+pub use workflow::WorkflowOptions;
 
 // ANCHOR: build
 /// How the terminal front end presents this lesson.
@@ -92,6 +95,10 @@ pub struct Options {
     /// already folded its numbers and its MCP servers into the fields
     /// above. The default is no file.
     pub settings: Settings,
+    /// The workflows the `Workflow` tool can start (the sample
+    /// `review-changes` by default) and how many of their agents may run
+    /// at once (lesson 20).
+    pub workflows: WorkflowOptions,
 }
 
 impl Default for Options {
@@ -105,6 +112,7 @@ impl Default for Options {
             autonomy: Autonomy::default(),
             mcp: McpOptions::default(),
             settings: Settings::default(),
+            workflows: WorkflowOptions::default(),
         }
     }
 }

@@ -103,6 +103,7 @@ async fn main() -> ExitCode {
         options.autonomy = settings.autonomy();
         options.mcp = settings.mcp_options(from_env)?;
         options.settings = settings;
+        options.workflows = options.workflows.with_overrides(&from_env)?;
         s20_workflow_runtime::build(setup, options)
     })
     .await
