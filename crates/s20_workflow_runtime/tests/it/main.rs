@@ -45,4 +45,5 @@ mod tasks;
 mod team;
 mod team_bus;
 mod todo;
+mod workflow;
 mod worktrees;
