@@ -383,10 +383,15 @@ fn finish(inner: &Weak<Inner>, run: &Run, args: &Value, outcome: Result<Value, W
         if state.running.remove(&run.id).is_none() {
             return;
         }
+        let written = finished
+            .output_file
+            .as_ref()
+            .map(|file| format!("; output in {file}"))
+            .unwrap_or_default();
         inner.notices.emit(
             TAG,
             format!(
-                "{} {}: {} agents run, {} cached, {} tokens",
+                "{} {}: {} agents run, {} cached, {} tokens{written}",
                 run.id,
                 status.word(),
                 tally.agents_run,

@@ -1,70 +1,76 @@
-//! Lesson 19's demo, as the chapter runs it: the demo model plays
-//! `demo.json` against the real harness, configured by the course's
-//! example settings file. `/status` is answered by the harness; then one
-//! request whose calls meet the file's allow and deny rules, its
-//! PreToolUse hook (a real shell command that blocks a force push), an ask
-//! rule nobody can answer, and its PostToolUse hook, which logs the edit.
-//! The demo runs twice in the same directory.
+//! Lesson 20's demo, as the chapter runs it: the demo model plays
+//! `demo.json` against the real harness with `-p`. The main agent makes a
+//! small git project with an uncommitted change and starts
+//! `review-changes` on it; five workflow agents (scripted per label, with
+//! real tool calls) audit and verify; `-p` waits for the run, hands its
+//! notification to the model, and exits 0 once the model has answered it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use serde_json::Value;
 
 use crate::support;
 
-fn example_settings() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/settings/settings.toml")
-}
-
 #[tokio::test]
-async fn the_demo_meets_every_kind_of_setting_and_runs_twice() {
+async fn the_demo_reviews_a_change_in_the_background_and_p_waits_for_it() {
     let dir = tempfile::tempdir().unwrap();
-    play(dir.path(), 1).await;
-    play(dir.path(), 2).await;
-}
-
-async fn play(dir: &Path, round: usize) {
-    let settings = example_settings();
     let output = support::run_binary(
-        dir,
-        &["--demo", "--settings", settings.to_str().unwrap()],
+        dir.path(),
+        &["--demo", "-p", "Review my uncommitted changes"],
         &[],
-        "/status\nTidy up this project: check its state, fetch the style guide, and note what you did\n",
+        "",
     )
     .await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    // `/status`, answered without the model.
+    // The tool answered at once; the model's answer to the notification
+    // came after the run, in the same `-p` invocation.
     assert!(
-        stdout.contains(&format!("settings:    {}", settings.display())),
+        stdout.contains("started in the background as run wf-review-changes-"),
         "{stdout}"
     );
-    assert!(
-        stdout.contains("permissions: 4 deny, 2 ask, 5 allow"),
-        "{stdout}"
-    );
-    // The rules and the hooks, each at its place.
+    assert!(stdout.contains("The review is done."), "{stdout}");
+    // Progress and the run's end, on standard error (not a terminal: plain
+    // lines).
     for expected in [
-        "the settings rule deny Bash(curl:*)",
-        "the settings rule deny Read(*.env)",
-        "blocked: no force pushes here",
-        "Settings rule ask Write(*.md)",
+        "review-changes: phase Review",
+        "review-changes: phase Verify",
+        "2 of 3 findings confirmed",
+        "completed: 5 agents run, 0 cached, 0 tokens; output in .runtime/",
     ] {
-        assert!(
-            stdout.contains(expected) || stderr.contains(expected),
-            "missing {expected:?}:\n{stdout}\n{stderr}"
-        );
+        assert!(stderr.contains(expected), "missing {expected:?}:\n{stderr}");
     }
-    assert!(
-        !dir.join("NOTES.md").exists(),
-        "nobody approved the .md file"
-    );
-    assert!(dir.join("notes.txt").exists());
-    let log = std::fs::read_to_string(dir.join(".agent/edits.jsonl")).unwrap();
-    let edits: Vec<serde_json::Value> = log
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
+    assert!(stderr.contains("· finished"), "{stderr}");
+    // The agents' tool calls passed the session's hooks.
+    assert!(stderr.contains("PreToolUse: bash(git diff)"), "{stderr}");
+    let (snapshot, result) = run_files(dir.path());
+    assert_eq!(snapshot["status"], "completed");
+    assert_eq!(snapshot["agents_run"], 5);
+    let confirmed = result["confirmed"].as_array().unwrap();
+    let severities: Vec<&str> = confirmed
+        .iter()
+        .map(|finding| finding["severity"].as_str().unwrap())
         .collect();
-    assert_eq!(edits.len(), round, "one logged edit per run: {log}");
-    assert_eq!(edits[round - 1]["tool_input"]["path"], "notes.txt");
-    assert_eq!(edits[round - 1]["hook_event_name"], "PostToolUse");
+    assert_eq!(severities, ["critical", "high"]);
+    assert_eq!(result["findings"], 3);
+}
+
+/// The one run's snapshot and output in `dir`.
+fn run_files(dir: &Path) -> (Value, Value) {
+    let runtime = dir.join(".runtime");
+    let mut snapshot = None;
+    let mut output = None;
+    for entry in std::fs::read_dir(&runtime).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let value = || serde_json::from_str::<Value>(&std::fs::read_to_string(&path).unwrap());
+        if name.ends_with(".output.json") {
+            output = Some(value().unwrap());
+        } else if name.ends_with(".json") {
+            assert!(snapshot.is_none(), "one run only");
+            snapshot = Some(value().unwrap());
+        }
+    }
+    (snapshot.unwrap(), output.unwrap())
 }
