@@ -1,0 +1,70 @@
+//! How finished background work is told to the model.
+//!
+//! The `bash` call that started the command was answered at once (with the
+//! task's id), so the command's output cannot be its `tool_result`: each
+//! `tool_use` gets exactly one. It arrives later as text in a user
+//! message, a `<task_notification>`, placed where the API accepts it:
+//! after the `tool_result` blocks of the next round, or as a user message
+//! of its own when the model is idle.
+
+use shared::tools::bash::CommandStatus;
+
+/// How many characters of a command's output a notification carries. The
+/// command's own capture is larger; a notification is a summary, and a
+/// build log that runs to megabytes would flood the context.
+pub const OUTPUT_CHARS: usize = 4_000;
+
+// ANCHOR: finished
+/// A background command that ended, waiting to be told to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// `bg_0001`, …
+    pub id: String,
+    pub command: String,
+    pub status: CommandStatus,
+    /// What it printed, as the `bash` tool reports it.
+    pub output: String,
+}
+// ANCHOR_END: finished
+
+// ANCHOR: render
+impl Finished {
+    /// The notification text, one element per line.
+    pub fn notification(&self) -> String {
+        format!(
+            "<task_notification>\n\
+             <task_id>{}</task_id>\n\
+             <status>{}</status>\n\
+             <command>{}</command>\n\
+             <summary>\n{}\n</summary>\n\
+             </task_notification>",
+            self.id,
+            status_word(&self.status),
+            escape(&self.command),
+            escape(&shared::text::limit_output(
+                self.output.trim_end(),
+                OUTPUT_CHARS
+            )),
+        )
+    }
+}
+// ANCHOR_END: render
+
+/// The status as one word.
+pub fn status_word(status: &CommandStatus) -> &'static str {
+    match status {
+        CommandStatus::Succeeded => "completed",
+        CommandStatus::Failed => "failed",
+        CommandStatus::TimedOut => "timed_out",
+        CommandStatus::NotRun => "error",
+    }
+}
+
+/// Output may contain anything, including `</task_notification>`: escape
+/// the three characters that could end an element early or start a new
+/// one, so the model reads the command's text as text.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
