@@ -6,6 +6,8 @@
 //! enters the history: the line that sets a goal cannot be read back as
 //! evidence for it.
 
+use shared::text::plural;
+
 use super::{Goal, GoalStatus};
 
 // ANCHOR: command
@@ -56,7 +58,10 @@ pub fn render(goal: &Goal, evidence: usize, evaluator: &str) -> String {
             "turns:      {}/{} continuation turns used",
             goal.continuations, goal.budget
         ),
-        format!("evidence:   {evidence} trusted deliveries since it was set"),
+        format!(
+            "evidence:   {} since it was set",
+            plural(evidence, "trusted delivery", "trusted deliveries")
+        ),
         format!("evaluator:  {evaluator}"),
         format!(
             "last check: {}",
