@@ -1,23 +1,20 @@
-//! # Lesson 19: the integrated harness
+//! # Lesson 21: the goal loop
 //!
-//! Eighteen lessons put eighteen mechanisms on one loop, and each came
-//! with its own flag or variable, or with no way to change it at all but
-//! to edit the code. An agent someone uses every day needs them all at
-//! once, set for *this* project: which commands may run without a
-//! question, which scripts check a call before it runs, which MCP servers
-//! to start, when to compact. This lesson reads all of that from one TOML
-//! file, `.agent/settings.toml` (or `--settings FILE`), once at start:
-//! permission rules in Claude Code's notation that lesson 3's gate applies
-//! before its own, hooks as shell commands that lesson 4's registry runs
-//! next to its closures, and the numbers of lessons 7, 8, 11 and 16 as a
-//! layer under the environment. A bad file is refused with the file, the
-//! key and the reason before anything starts. `/status` shows what is
-//! configured and running and `/help` the commands, answered without a
-//! model call. The loop does not change.
+//! Until now a turn ended when the model stopped asking for tools: the
+//! model alone decided that the work was done, and "tests passed" in its
+//! reply was as good as the tests passing. `/goal <condition>` moves that
+//! decision to the harness. When the model ends a turn with a goal set, an
+//! evaluator — separate from the agent, and shown only evidence the
+//! harness itself delivered since the goal was set (background command
+//! results, never the user's or the model's words) — says whether the
+//! condition is met. If not, a continuation prompt is queued, behind any
+//! external event, and the agent goes on; after a budget of 20
+//! continuation turns the goal is marked blocked and the user told. The
+//! loop does not change.
 //!
-//! Start reading at [`settings`]: [`settings::rules`] for the permission
-//! rules, [`settings::command_hooks`] for the hooks,
-//! [`settings::layers`] for which value wins. Then [`slash`] for `/status`.
+//! Start reading at [`goal`]: [`goal::evidence`] for what counts,
+//! [`goal::GoalLoop::after_turn`] for the gate, [`goal::evaluator`] for
+//! the judges. Then `idle_work` in [`hooks`] for the order of deliveries.
 
 pub mod background;
 pub mod builtin_hooks;
