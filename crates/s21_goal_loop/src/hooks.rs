@@ -466,6 +466,8 @@ impl Hooks for LessonHooks {
             }
             job = self.cron.next_due() => format!("[Scheduled] {}", job.prompt),
             events = self.team.next_events() => events,
+            // `goal_ready` saw the prompt, and nothing can take it between
+            // that look and this branch: `idle_work` holds the hooks.
             () = std::future::ready(()), if goal_ready => {
                 self.goal.take_continuation().unwrap_or_default()
             }
