@@ -9,9 +9,10 @@
 //! seen yet, so a burst of updates costs the observer one. The reports
 //! travel in the same [`Notices`](crate::notice::Notices) queue as notices
 //! and reach the observer as
-//! [`Event::Progress`](crate::agent::Event::Progress). The terminal draws
-//! one live line per id while the work runs; a test or a pipe gets plain
-//! lines when something other than the clock moved.
+//! [`Event::Progress`](crate::agent::Event::Progress). On a terminal the
+//! front end draws one live line per id while the work runs, its clock
+//! ticking between reports ([`crate::cli`]); a pipe gets plain lines, and
+//! only when something other than the clock and the token count moved.
 
 use std::fmt;
 use std::time::Duration;
@@ -54,22 +55,31 @@ impl Progress {
     }
 }
 
+impl Progress {
+    /// The report without its clock and end mark:
+    /// `review-changes · Verify · 3 running · 12 done · 4.1k tokens`. A
+    /// live display adds a clock of its own that ticks between reports.
+    pub fn status(&self) -> String {
+        let mut status = self.title.clone();
+        if let Some(phase) = &self.phase {
+            status.push_str(" · ");
+            status.push_str(phase);
+        }
+        status.push_str(&format!(
+            " · {} running · {} done · {} tokens",
+            self.running,
+            self.done,
+            compact_count(self.tokens)
+        ));
+        status
+    }
+}
+
 impl fmt::Display for Progress {
     /// `review-changes · Verify · 3 running · 12 done · 4.1k tokens · 12s`,
     /// ending in `· finished` on the last report.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.title)?;
-        if let Some(phase) = &self.phase {
-            write!(f, " · {phase}")?;
-        }
-        write!(
-            f,
-            " · {} running · {} done · {} tokens · {}s",
-            self.running,
-            self.done,
-            compact_count(self.tokens),
-            self.elapsed.as_secs()
-        )?;
+        write!(f, "{} · {}s", self.status(), self.elapsed.as_secs())?;
         if self.finished {
             write!(f, " · finished")?;
         }

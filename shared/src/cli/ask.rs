@@ -5,6 +5,8 @@
 //! reach the terminal *and* wait for it, so it lives here with the rest of
 //! the front end. The safe answer is the default: anything but `y`/`yes`
 //! is no, and with no terminal on standard input nothing is read at all.
+//! While a question is on the screen, the live progress lines are erased
+//! ([`super::live::suspended`]), so they are not drawn over it.
 
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -22,6 +24,12 @@ pub enum TerminalAnswer {
 /// is not a terminal, prints `no (<why_no>)` and answers
 /// [`TerminalAnswer::NoTerminal`] without reading.
 pub fn ask_yes_no(question: &str, prompt: &str, why_no: &str) -> TerminalAnswer {
+    // Live progress lines would be drawn over the question and the answer
+    // being typed: they are erased until the answer is in.
+    super::live::suspended(|| ask(question, prompt, why_no))
+}
+
+fn ask(question: &str, prompt: &str, why_no: &str) -> TerminalAnswer {
     let mut err = std::io::stderr().lock();
     let _ = write!(err, "\n{question}\n{prompt} ");
     if !std::io::stdin().is_terminal() {
@@ -41,7 +49,7 @@ pub fn ask_yes_no(question: &str, prompt: &str, why_no: &str) -> TerminalAnswer 
 /// Shows `question` and `prompt` as [`ask_yes_no`] would, followed by an
 /// answer given in advance (`yes (pre-approved by --yes)`).
 pub fn show_answered(question: &str, prompt: &str, answer: &str) {
-    eprintln!("\n{question}\n{prompt} {answer}");
+    super::live::suspended(|| eprintln!("\n{question}\n{prompt} {answer}"));
 }
 
 /// Reads one line from the terminal. The REPL may hold standard input

@@ -7,6 +7,11 @@
 //! work, with `tokio::select!`. So the blocking read moves to a thread, and
 //! the REPL receives what it read over a channel.
 //!
+//! The line editor lives on that thread, but what background work reports
+//! must reach the screen while the editor waits for a line. Rustyline's
+//! external printer does that (it prints above the prompt and redraws it);
+//! the thread creates it with the editor and hands it to the REPL.
+//!
 //! The REPL asks for one line at a time ([`LineReader::request`]), so
 //! nothing is read, and no prompt is shown, while a turn the user started
 //! is running. A turn started by arriving work is different: the user's
@@ -19,8 +24,8 @@ use std::io::{BufRead, IsTerminal};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError, mpsc};
 
-use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
+use rustyline::{DefaultEditor, ExternalPrinter};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 /// What one read gave.
@@ -62,14 +67,25 @@ enum Input {
     Plain(std::io::StdinLock<'static>),
 }
 
+/// A printer that writes above the line editor's prompt.
+pub(crate) type Printer = Box<dyn ExternalPrinter + Send>;
+
 impl Input {
-    fn open() -> Self {
+    /// Opens the terminal's line editor, with its external printer, or
+    /// plain standard input.
+    fn open() -> (Self, Option<Printer>) {
         if std::io::stdin().is_terminal()
-            && let Ok(editor) = DefaultEditor::new()
+            && let Ok(mut editor) = DefaultEditor::new()
         {
-            return Self::Editor(Box::new(editor));
+            // Rustyline refuses one when standard output is not a
+            // terminal: the REPL's lines are then written plainly.
+            let printer = editor
+                .create_external_printer()
+                .ok()
+                .map(|printer| Box::new(printer) as Printer);
+            return (Self::Editor(Box::new(editor)), printer);
         }
-        Self::Plain(std::io::stdin().lock())
+        (Self::Plain(std::io::stdin().lock()), None)
     }
 
     fn read(&mut self, prompt: &str) -> Read {
@@ -117,19 +133,27 @@ pub(crate) struct LineReader {
 
 impl LineReader {
     /// Starts the thread. It reads only when asked, showing `prompt`.
-    pub(crate) fn spawn(prompt: String) -> Self {
+    /// Returns the reader and, with a line editor on a terminal, the
+    /// editor's external printer.
+    pub(crate) fn spawn(prompt: String) -> (Self, Option<Printer>) {
         let (requests, asked) = mpsc::channel::<()>();
         let (sender, reads) = unbounded_channel();
+        let (opened, printer) = mpsc::channel();
         // The thread is not joined: at exit it may be blocked in a read
         // that only the user can end, and the process ending ends it.
-        std::thread::spawn(move || read_on_request(&prompt, &asked, &sender));
-        Self {
+        std::thread::spawn(move || {
+            let (input, printer) = Input::open();
+            let _ = opened.send(printer);
+            read_on_request(input, &prompt, &asked, &sender);
+        });
+        let reader = Self {
             requests,
             reads,
             pending: false,
             closed: false,
             editor: std::io::stdin().is_terminal(),
-        }
+        };
+        (reader, printer.recv().ok().flatten())
     }
 
     /// Asks for the next line, unless a read is already pending.
@@ -166,8 +190,12 @@ impl LineReader {
 
 /// The thread's loop: one read per request; a line that a waiting question
 /// claims goes to it, and then the REPL's read starts over.
-fn read_on_request(prompt: &str, asked: &mpsc::Receiver<()>, reads: &UnboundedSender<Read>) {
-    let mut input = Input::open();
+fn read_on_request(
+    mut input: Input,
+    prompt: &str,
+    asked: &mpsc::Receiver<()>,
+    reads: &UnboundedSender<Read>,
+) {
     while asked.recv().is_ok() {
         let read = loop {
             let read = input.read(prompt);

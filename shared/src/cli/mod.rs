@@ -11,10 +11,16 @@
 //! either one `-p` prompt or a REPL. Text streams as it arrives and tool
 //! calls are echoed. Ctrl-C cancels the running turn, not the program, and
 //! an API error prints one line and leaves the REPL running.
+//!
+//! One [`TerminalPrinter`] serves the whole session, turns and the waits
+//! between them alike: it draws the live progress lines of background work
+//! (lesson 20's workflow runs), and everything the front end writes goes
+//! through it, so that nothing is written through those lines.
 
 mod args;
 mod ask;
 mod input;
+mod live;
 mod render;
 mod repl;
 
@@ -138,16 +144,18 @@ where
     let mut agent = build(Setup::new(workspace, selected.model, selected.model_id))?;
 
     let mut history = Vec::new();
+    let mut printer = TerminalPrinter::new();
     let code = match &args.prompt {
-        Some(prompt) => one_shot(&mut agent, &mut history, prompt).await,
+        Some(prompt) => one_shot(&mut agent, &mut history, &mut printer, prompt).await,
         None => {
-            repl::run(lesson, &mut agent, &mut history).await;
+            repl::run(lesson, &mut agent, &mut history, &mut printer).await;
             ExitCode::SUCCESS
         }
     };
     // Whatever is still running (a background command, say) is reported
     // and stopped, not left behind.
-    agent.finish(&mut TerminalPrinter::new()).await;
+    agent.finish(&mut printer).await;
+    printer.close();
     Ok(code)
 }
 
@@ -166,41 +174,46 @@ fn slash_command<H: Hooks>(agent: &mut Agent<H>, line: &str) -> Option<String> {
 /// the background that the harness says is still coming
 /// ([`Hooks::has_pending_work`]: lesson 20's workflow runs) is part of the
 /// request: it is waited for and handed to the model as the REPL would, and
-/// Ctrl-C stops the wait. The last line on standard error sums up the input
-/// tokens the provider reported.
+/// Ctrl-C stops the wait. While it waits, the work's progress is shown
+/// (live lines on a terminal). The last line on standard error sums up the
+/// input tokens the provider reported.
 async fn one_shot<H: Hooks>(
     agent: &mut Agent<H>,
     history: &mut Vec<Message>,
+    printer: &mut TerminalPrinter,
     prompt: &str,
 ) -> ExitCode {
     if let Some(answer) = slash_command(agent, prompt) {
-        println!("{answer}");
+        printer.answer(&answer);
         return ExitCode::SUCCESS;
     }
     let mut usage = Usage::default();
     let mut next = prompt.to_string();
     loop {
-        match run_turn_printing(agent, history, &next, None).await {
+        match run_turn_printing(agent, history, printer, &next, None).await {
             Ok(outcome) => usage.add(&outcome.usage),
             Err(error) => {
-                eprintln!("error: {error}");
+                printer.say(&format!("error: {error}"));
                 return ExitCode::FAILURE;
             }
         }
         if !agent.hooks.has_pending_work() {
             break;
         }
-        let mut printer = TerminalPrinter::new();
-        tokio::select! {
-            work = agent.idle_work(&mut printer) => next = work,
-            _ = tokio::signal::ctrl_c() => {
-                eprintln!("\n^C no longer waiting for background work");
-                break;
+        let interrupted = tokio::select! {
+            work = agent.idle_work(printer) => {
+                next = work;
+                false
             }
+            _ = tokio::signal::ctrl_c() => true,
+        };
+        if interrupted {
+            printer.say("\n^C no longer waiting for background work");
+            break;
         }
     }
     if let Some(line) = usage_line(&usage) {
-        eprintln!("{line}");
+        printer.say(&line);
     }
     ExitCode::SUCCESS
 }
@@ -212,42 +225,52 @@ async fn one_shot<H: Hooks>(
 async fn run_turn_printing<H: Hooks>(
     agent: &mut Agent<H>,
     history: &mut Vec<Message>,
+    printer: &mut TerminalPrinter,
     prompt: &str,
     mut user: Option<&mut repl::TypeAhead>,
 ) -> Result<TurnOutcome, TurnError> {
     let cancel = CancellationToken::new();
-    let mut printer = TerminalPrinter::new();
-    let turn = agent.run_turn(history, prompt, &mut printer, &cancel);
-    tokio::pin!(turn);
-    let outcome = loop {
-        let listening = user
-            .as_ref()
-            .is_some_and(|user| user.reader.is_pending() && !user.ended);
-        tokio::select! {
-            outcome = &mut turn => break outcome,
-            signal = tokio::signal::ctrl_c(), if !cancel.is_cancelled() => {
-                if signal.is_ok() {
-                    eprintln!("\n^C cancelling the turn…");
-                    cancel.cancel();
+    let outcome = {
+        let turn = agent.run_turn(history, prompt, printer, &cancel);
+        tokio::pin!(turn);
+        loop {
+            let listening = user
+                .as_ref()
+                .is_some_and(|user| user.reader.is_pending() && !user.ended);
+            tokio::select! {
+                outcome = &mut turn => break outcome,
+                signal = tokio::signal::ctrl_c(), if !cancel.is_cancelled() => {
+                    if signal.is_ok() {
+                        cancelling_note();
+                        cancel.cancel();
+                    }
                 }
-            }
-            read = next_read(user.as_deref_mut()), if listening => {
-                if let Some(user) = user.as_deref_mut()
-                    && user.take(read)
-                    && !cancel.is_cancelled()
-                {
-                    eprintln!("\n^C cancelling the turn…");
-                    cancel.cancel();
+                read = next_read(user.as_deref_mut()), if listening => {
+                    if let Some(user) = user.as_deref_mut()
+                        && user.take(read)
+                        && !cancel.is_cancelled()
+                    {
+                        cancelling_note();
+                        cancel.cancel();
+                    }
                 }
             }
         }
     };
-    println!();
-    outcome.inspect(|outcome| {
-        if let Some(note) = stop_note(outcome) {
-            eprintln!("{note}");
-        }
-    })
+    printer.end_turn();
+    if let Ok(outcome) = &outcome
+        && let Some(note) = stop_note(outcome)
+    {
+        printer.say(&note);
+    }
+    outcome
+}
+
+/// Says at once that the turn is being cancelled (a running tool may take a
+/// moment to stop). The turn has the printer, so the note is written past
+/// it, above the live lines ([`live::suspended`]).
+fn cancelling_note() {
+    live::suspended(|| eprintln!("\n^C cancelling the turn…"));
 }
 
 /// The pending read's line, or never when there is no reader.

@@ -12,6 +12,17 @@
 //! user's prompt stays open: what they type meanwhile runs next, and Ctrl-C
 //! cancels that turn.
 //!
+//! The wait passes on what background work reports meanwhile (notices,
+//! progress), so it shows up at once, not with the next turn. With the line
+//! editor's prompt on the screen, writing to the terminal directly would
+//! garble the prompt and what the user has typed so far; so those lines go
+//! through rustyline's external printer, which prints them above the prompt
+//! and redraws it. (The other way, hiding the prompt, printing and drawing
+//! it again by hand, would need to know the editor's state, which only the
+//! editor has.) Live progress lines are not drawn while a prompt is open:
+//! progress comes as plain lines then, and the live lines come back when
+//! the next turn runs.
+//!
 //! A line that starts with `/` is offered to [`Hooks::slash_command`]
 //! first; when the lesson answers it, the answer is printed and no turn
 //! runs.
@@ -19,6 +30,7 @@
 use std::collections::VecDeque;
 
 use super::input::{LineReader, Read};
+use super::render::{Prompt, TerminalPrinter};
 use super::{Lesson, run_turn_printing};
 use crate::agent::{Agent, TurnError};
 use crate::hooks::Hooks;
@@ -73,16 +85,30 @@ pub(crate) async fn run<H: Hooks>(
     lesson: Lesson,
     agent: &mut Agent<H>,
     history: &mut Vec<Message>,
+    printer: &mut TerminalPrinter,
 ) {
-    eprintln!(
+    printer.say(&format!(
         "{}: {} — type a request; q, exit or an empty line quits.",
         lesson.id, lesson.title
-    );
+    ));
     let prompt = format!("{} >> ", lesson.id);
+    let (reader, external) = LineReader::spawn(prompt.clone());
+    if let Some(external) = external {
+        printer.set_external(external);
+    }
     let mut user = TypeAhead {
-        reader: LineReader::spawn(prompt.clone()),
+        reader,
         lines: VecDeque::new(),
         ended: false,
+    };
+    // With a line editor the prompt is on the screen while a read is
+    // pending; a plain reader of a pipe shows none.
+    let open = |user: &TypeAhead, prompt: Prompt| {
+        if user.reader.is_editor() && user.reader.is_pending() {
+            prompt
+        } else {
+            Prompt::Closed
+        }
     };
     loop {
         let next = match user.lines.pop_front() {
@@ -90,13 +116,16 @@ pub(crate) async fn run<H: Hooks>(
             None if user.ended => Next::Quit,
             None => {
                 user.reader.request();
-                tokio::select! {
+                printer.set_prompt(open(&user, Prompt::Waiting));
+                let next = tokio::select! {
                     read = user.reader.next() => match read {
                         Read::Line(line) => Next::Line(line),
                         Read::Interrupted | Read::Eof => Next::Quit,
                     },
-                    work = agent.hooks.idle_work() => Next::Work(work),
-                }
+                    work = agent.idle_work(printer) => Next::Work(work),
+                };
+                printer.set_prompt(open(&user, Prompt::Busy));
+                next
             }
         };
         let result = match next {
@@ -104,17 +133,18 @@ pub(crate) async fn run<H: Hooks>(
             Next::Line(line) if is_quit(&line) => break,
             Next::Line(line) => {
                 if let Some(answer) = super::slash_command(agent, &line) {
-                    println!("{answer}");
+                    printer.answer(&answer);
                     continue;
                 }
-                run_turn_printing(agent, history, &line, None).await
+                run_turn_printing(agent, history, printer, &line, None).await
             }
             Next::Work(work) => {
                 // The prompt is on screen with a read pending: the turn's
                 // output starts on a line of its own, and the prompt is
                 // shown again after it.
-                eprintln!();
-                let result = run_turn_printing(agent, history, &work, Some(&mut user)).await;
+                printer.say("");
+                let result =
+                    run_turn_printing(agent, history, printer, &work, Some(&mut user)).await;
                 if user.reader.is_pending() && user.reader.is_editor() {
                     eprint!("{prompt}");
                 }
@@ -123,9 +153,10 @@ pub(crate) async fn run<H: Hooks>(
         };
         match result {
             Ok(_) | Err(TurnError::Cancelled) => {}
-            Err(error) => eprintln!("error: {error}"),
+            Err(error) => printer.say(&format!("error: {error}")),
         }
     }
+    printer.set_prompt(Prompt::Closed);
 }
 
 #[cfg(test)]
