@@ -31,6 +31,10 @@ use crate::subagent::{self, SharedHooks, Subagent, lock};
 use crate::tasks::{self, TASKS_DIR, TaskBoard};
 use crate::team::{self, MAILBOX_DIR, MessageBus, Protocols, Roster, ScanCount, Team};
 use crate::todo::{self, TodoTracker};
+use crate::workflow::agent::AgentRunner;
+use crate::workflow::report::RunFinished;
+use crate::workflow::store::RunStore;
+use crate::workflow::{self, WorkflowRuntime};
 use crate::worktrees::{self, WorktreeManager};
 
 /// The lesson's hooks: a system prompt, a dispatch map of tools (the
@@ -41,7 +45,8 @@ use crate::worktrees::{self, WorktreeManager};
 /// assembler that builds the system prompt from all of them, the
 /// recovery around `call_model`, the commands running in the background,
 /// the cron scheduler, the team, the MCP servers, what the settings
-/// file configured, for `/status`, and the goal (lesson 21).
+/// file configured, for `/status`, the workflow runs, and the goal
+/// (lesson 21).
 pub struct LessonHooks {
     tools: ToolRegistry,
     /// The context every tool call gets.
@@ -67,13 +72,15 @@ pub struct LessonHooks {
     mcp_sync: McpSync,
     /// The settings the agent was built from (lesson 19).
     settings: Settings,
+    /// The workflow runs started by `Workflow` (lesson 20).
+    workflows: WorkflowRuntime,
+    /// The goal, its evidence log and its continuation queue (lesson 21).
+    goal: GoalLoop,
     /// The model as the front end chose it.
     model_id: String,
     provider: String,
     /// The skills directory and how many skills it holds.
     skills_found: Option<(PathBuf, usize)>,
-    /// The goal, its evidence log and its continuation queue (lesson 21).
-    goal: GoalLoop,
 }
 
 impl LessonHooks {
@@ -81,7 +88,7 @@ impl LessonHooks {
     /// (`bash` able to run in the background), `todo_write`, `compact`,
     /// `load_skill`, `task`, the five task-board tools, the three cron
     /// tools, the five team tools, the four worktree tools, the two MCP
-    /// tools (and the connected servers' tools), and this
+    /// tools (and the connected servers' tools), `Workflow`, and this
     /// lesson's hooks — the settings file's command hooks first — reporting
     /// to the setup's notices, asking `options.approver` before risky calls
     /// (after the settings file's rules), and keeping memories.
@@ -190,6 +197,27 @@ impl LessonHooks {
         team::tools::register(&mut tools, &team);
         worktrees::tools::register(&mut tools, &worktrees);
         // ANCHOR_END: register_team
+        // ANCHOR: register_workflow
+        // Workflow agents are subagents: the same model stack, the same
+        // hooks around their tools, the parent's compaction thresholds.
+        let workflow_agents = AgentRunner::new(
+            Subagent::new(
+                setup.model.clone(),
+                setup.model_id.clone(),
+                compactor.config.clone(),
+            ),
+            Arc::clone(&registry),
+            ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            options.workflows.concurrency,
+        );
+        let workflows = WorkflowRuntime::new(
+            options.workflows.registry,
+            RunStore::new(setup.workspace.root()),
+            workflow_agents,
+            setup.notices.clone(),
+        );
+        workflow::tool::register(&mut tools, &workflows);
+        // ANCHOR_END: register_workflow
         // ANCHOR: register_mcp
         // `connect_mcp` and `list_mcp`, last of the built-in tools; the
         // servers' tools come after them, once connected.
@@ -221,6 +249,7 @@ impl LessonHooks {
             mcp,
             mcp_sync: McpSync::default(),
             settings: options.settings,
+            workflows,
             model_id: setup.model_id.clone(),
             provider: setup.model.provider().to_string(),
             skills_found,
@@ -272,6 +301,11 @@ impl LessonHooks {
     /// The goal, to see where it stands.
     pub fn goal(&self) -> &GoalLoop {
         &self.goal
+    }
+
+    /// The workflow runs, to see what runs or take what finished.
+    pub fn workflows(&self) -> &WorkflowRuntime {
+        &self.workflows
     }
 
     /// The system prompt's assembler, to see its key and counts.
@@ -441,6 +475,11 @@ impl Hooks for LessonHooks {
             self.goal.record_finished(&finished);
             results.push(ContentBlock::text(finished.notification()));
         }
+        // Finished workflow runs, in the same place and the same format.
+        for finished in self.workflows.take_finished() {
+            self.goal.record_run(&finished);
+            results.push(ContentBlock::text(finished.notification()));
+        }
     }
 
     // ANCHOR: idle_work
@@ -448,8 +487,11 @@ impl Hooks for LessonHooks {
         // External events first, in this order, then the goal's queue. All
         // waits are cancel-safe, so the one that loses keeps its work for
         // the next call. The goal's prompt waits while a background
-        // command runs: the evidence it needs may be on its way.
-        let goal_ready = self.goal.has_continuation() && self.background.running().is_empty();
+        // command or a workflow run is going: the evidence it needs may be
+        // on its way.
+        let goal_ready = self.goal.has_continuation()
+            && self.background.running().is_empty()
+            && !self.workflows.has_pending();
         tokio::select! {
             biased;
             finished = self.background.next_finished() => {
@@ -466,6 +508,16 @@ impl Hooks for LessonHooks {
             }
             job = self.cron.next_due() => format!("[Scheduled] {}", job.prompt),
             events = self.team.next_events() => events,
+            finished = self.workflows.next_finished() => {
+                for run in &finished {
+                    self.goal.record_run(run);
+                }
+                finished
+                    .iter()
+                    .map(RunFinished::notification)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
             // `goal_ready` saw the prompt, and nothing can take it between
             // that look and this branch: `idle_work` holds the hooks.
             () = std::future::ready(()), if goal_ready => {
@@ -473,14 +525,21 @@ impl Hooks for LessonHooks {
             }
         }
     }
-
-    fn has_pending_work(&mut self) -> bool {
-        // After `-p`, a goal's queued prompt is still part of the request.
-        self.goal.has_continuation()
-    }
     // ANCHOR_END: idle_work
 
+    // ANCHOR: pending
+    /// A workflow run going, or finished and not yet told: `-p` waits for
+    /// it, since its result is what the request was for.
+    fn has_pending_work(&mut self) -> bool {
+        // After `-p`, a goal's queued prompt is still part of the request.
+        self.workflows.has_pending() || self.goal.has_continuation()
+    }
+    // ANCHOR_END: pending
+
     async fn on_exit(&mut self) {
+        // Workflow runs first: their agents' tools may have started work
+        // of their own.
+        self.workflows.stop_all().await;
         self.background.stop_all().await;
         self.team.stop_all().await;
         // No MCP server outlives the session.

@@ -36,6 +36,7 @@ pub mod subagent;
 pub mod tasks;
 pub mod team;
 pub mod todo;
+pub mod workflow;
 pub mod worktrees;
 
 use std::sync::Arc;
@@ -53,6 +54,7 @@ use recovery::{Recovery, RecoveryPolicy};
 pub use settings::Settings;
 pub use skills::SkillsArgs;
 pub use team::Autonomy;
+pub use workflow::WorkflowOptions;
 
 // ANCHOR: build
 /// How the terminal front end presents this lesson.
@@ -91,6 +93,10 @@ pub struct Options {
     /// already folded its numbers and its MCP servers into the fields
     /// above. The default is no file.
     pub settings: Settings,
+    /// The workflows the `Workflow` tool can start (the sample
+    /// `review-changes` by default) and how many of their agents may run
+    /// at once (lesson 20).
+    pub workflows: WorkflowOptions,
     /// Goals (lesson 21): which judge, and how many continuation turns
     /// each goal may use. The default is the keyword judge and 20 turns.
     pub goal: GoalOptions,
@@ -107,6 +113,7 @@ impl Default for Options {
             autonomy: Autonomy::default(),
             mcp: McpOptions::default(),
             settings: Settings::default(),
+            workflows: WorkflowOptions::default(),
             goal: GoalOptions::default(),
         }
     }

@@ -105,6 +105,7 @@ async fn main() -> ExitCode {
         options.mcp = settings.mcp_options(from_env)?;
         options.settings = settings;
         options.goal.evaluator = goal_evaluator(setup.model.provider(), from_env)?;
+        options.workflows = options.workflows.with_overrides(&from_env)?;
         s21_goal_loop::build(setup, options)
     })
     .await

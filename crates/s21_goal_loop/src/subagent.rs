@@ -141,21 +141,10 @@ impl Subagent {
         // which its loop relays to `Relay` below and so to the parent's.
         let own_notices = Notices::new();
         let own_context = ToolContext {
-            notices: own_notices.clone(),
+            notices: own_notices,
             ..context.clone()
         };
-        let subagent_hooks = SubagentHooks {
-            tools: base_tools(),
-            registry: Arc::clone(hooks),
-            compactor: self.compactor(description, &own_context),
-            context: own_context,
-        };
-        let mut agent = Agent::new(self.model.clone(), self.model_id.clone(), subagent_hooks)
-            .with_notices(own_notices);
-        agent.limits = Limits {
-            max_rounds: Some(SUBAGENT_MAX_ROUNDS),
-            ..Limits::default()
-        };
+        let mut agent = self.child(description, None, own_context, hooks);
         // A fresh history: the description is the first and only thing
         // the subagent knows.
         let mut history: Vec<Message> = Vec::new();
@@ -177,6 +166,38 @@ impl Subagent {
             .await;
         report(outcome, &history, notices)
     }
+
+    // ANCHOR: child
+    /// One subagent on the shared loop, not yet started: the base tools
+    /// behind the shared `hooks`, a compactor of its own for `task`, at
+    /// most [`SUBAGENT_MAX_ROUNDS`] rounds, working and reporting in
+    /// `context`, with `system` as its system prompt if one is given (the
+    /// subagent's own otherwise). `task` makes one per call; lesson 20's
+    /// workflow runtime makes one per agent call of a workflow.
+    pub fn child(
+        &self,
+        task: &str,
+        system: Option<String>,
+        context: ToolContext,
+        hooks: &SharedHooks,
+    ) -> Agent<SubagentHooks> {
+        let notices = context.notices.clone();
+        let subagent_hooks = SubagentHooks {
+            tools: base_tools(),
+            registry: Arc::clone(hooks),
+            compactor: self.compactor(task, &context),
+            context,
+            system,
+        };
+        let mut agent = Agent::new(self.model.clone(), self.model_id.clone(), subagent_hooks)
+            .with_notices(notices);
+        agent.limits = Limits {
+            max_rounds: Some(SUBAGENT_MAX_ROUNDS),
+            ..Limits::default()
+        };
+        agent
+    }
+    // ANCHOR_END: child
 
     // ANCHOR: compactor
     /// A compactor for one subagent: the parent's thresholds and model, a
@@ -318,15 +339,21 @@ fn last_text(history: &[Message]) -> Option<String> {
 // ANCHOR: hooks
 /// The subagent's hooks: its own prompt, tools and compactor, the parent's
 /// registry and tool context.
-struct SubagentHooks {
+pub struct SubagentHooks {
     tools: ToolRegistry,
     registry: SharedHooks,
     context: ToolContext,
     compactor: Compactor,
+    /// A system prompt in place of the subagent's (lesson 20's workflow
+    /// agents say which call of which workflow they are).
+    system: Option<String>,
 }
 
 impl Hooks for SubagentHooks {
     fn system_prompt(&mut self) -> Vec<SystemBlock> {
+        if let Some(system) = &self.system {
+            return vec![SystemBlock::text(system.clone())];
+        }
         vec![SystemBlock::text(format!(
             "You are a subagent working at {}. Complete the task you are given with your \
              tools, yourself: do not delegate it and do not ask questions, since nobody \

@@ -5,7 +5,8 @@
 //! `tool_use` gets exactly one. It arrives later as text in a user
 //! message, a `<task_notification>`, placed where the API accepts it:
 //! after the `tool_result` blocks of the next round, or as a user message
-//! of its own when the model is idle.
+//! of its own when the model is idle. From lesson 20 on, a workflow run
+//! ends with one too, made by the same [`render`].
 
 use shared::tools::bash::CommandStatus;
 
@@ -31,22 +32,34 @@ pub struct Finished {
 impl Finished {
     /// The notification text, one element per line.
     pub fn notification(&self) -> String {
-        format!(
-            "<task_notification>\n\
-             <task_id>{}</task_id>\n\
-             <status>{}</status>\n\
-             <command>{}</command>\n\
-             <summary>\n{}\n</summary>\n\
-             </task_notification>",
-            self.id,
+        render(
+            &self.id,
             status_word(&self.status),
-            escape(&self.command),
-            escape(&shared::text::limit_output(
-                self.output.trim_end(),
-                OUTPUT_CHARS
-            )),
+            &[("command", &self.command)],
+            &self.output,
         )
     }
+}
+
+/// A `<task_notification>` for any work that ran in the background (a
+/// command here, a workflow run from lesson 20 on): its id, its status,
+/// its own elements in order, and a summary capped at [`OUTPUT_CHARS`].
+/// Everything but the id and the status, which the harness makes, is
+/// escaped.
+pub fn render(id: &str, status: &str, fields: &[(&str, &str)], summary: &str) -> String {
+    let mut text =
+        format!("<task_notification>\n<task_id>{id}</task_id>\n<status>{status}</status>\n");
+    for (name, value) in fields {
+        text.push_str(&format!("<{name}>{}</{name}>\n", escape(value)));
+    }
+    text.push_str(&format!(
+        "<summary>\n{}\n</summary>\n</task_notification>",
+        escape(&shared::text::limit_output(
+            summary.trim_end(),
+            OUTPUT_CHARS
+        ))
+    ));
+    text
 }
 // ANCHOR_END: render
 

@@ -1,8 +1,9 @@
 //! The evidence log: what the harness itself delivered, tagged by origin.
 //!
 //! A goal is judged only on entries of this log. An entry is written at
-//! the moment the harness hands a result to the model (see
-//! [`crate::hooks`]: `after_tool_results` and `idle_work`), and its origin
+//! the moment the harness hands a result to the model — a background
+//! command's or a workflow run's notification — (see [`crate::hooks`]:
+//! `after_tool_results` and `idle_work`), and its origin
 //! is set there, by the code that delivered it. Nothing is ever parsed out
 //! of the conversation: a user who types text that looks like a
 //! `<task_notification>`, or a model that writes one, adds nothing here,
@@ -18,6 +19,7 @@ use std::fmt;
 
 use crate::background::Finished;
 use crate::background::notification::{OUTPUT_CHARS, status_word};
+use crate::workflow::report::RunFinished;
 
 /// How many entries the log keeps. Older ones are dropped: a goal that
 /// needs more than the last couple of hundred results to decide is better
@@ -32,6 +34,8 @@ pub enum Origin {
     /// A background command's result (lesson 13's `<task_notification>`),
     /// after a round's tool results or as a turn of its own.
     BackgroundTask { id: String },
+    /// A workflow run's end (lesson 20), through the same channel.
+    Workflow { run_id: String },
 }
 // ANCHOR_END: origin
 
@@ -39,6 +43,7 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::BackgroundTask { id } => write!(f, "background task {id}"),
+            Self::Workflow { run_id } => write!(f, "workflow run {run_id}"),
         }
     }
 }
@@ -73,6 +78,25 @@ pub fn from_finished(finished: &Finished) -> (Origin, String) {
     )
 }
 // ANCHOR_END: from_finished
+
+// ANCHOR: from_run
+/// The evidence a finished workflow run gives: its status and its result
+/// (or error), as the harness reports them.
+pub fn from_run(finished: &RunFinished) -> (Origin, String) {
+    let text = format!(
+        "{} {}\n{}",
+        finished.run_id,
+        finished.status.word(),
+        shared::text::limit_output(finished.summary.trim_end(), OUTPUT_CHARS)
+    );
+    (
+        Origin::Workflow {
+            run_id: finished.run_id.clone(),
+        },
+        text,
+    )
+}
+// ANCHOR_END: from_run
 
 // ANCHOR: log
 /// The session's trusted deliveries, oldest first.

@@ -10,7 +10,7 @@
 //!                           │        └─► kickoff ──► continuation queue
 //!                           ▼
 //!  harness deliveries ──► EvidenceLog (seq, origin)   ◄── nothing else writes here
-//!  (background results)     │
+//!  (background, workflows)  │
 //!                           ▼
 //!  model ends a turn ──► on_stop ──► Evaluator(objective, log.since(start))
 //!                                      ├─ ok ───────────────► completed, cleared, notice
@@ -42,6 +42,7 @@ use shared::model::Model;
 use shared::notice::Notices;
 
 use crate::background::Finished;
+use crate::workflow::report::RunFinished;
 use command::Command;
 pub use evaluator::{Evaluator, KeywordEvaluator, Verdict};
 pub use evidence::{Evidence, EvidenceLog, Origin};
@@ -197,6 +198,12 @@ impl GoalLoop {
     /// model. Called only by the harness's delivery points.
     pub fn record_finished(&mut self, finished: &Finished) {
         let (origin, text) = evidence::from_finished(finished);
+        self.evidence.record(origin, text);
+    }
+
+    /// Records a finished workflow run as it is delivered to the model.
+    pub fn record_run(&mut self, finished: &RunFinished) {
+        let (origin, text) = evidence::from_run(finished);
         self.evidence.record(origin, text);
     }
     // ANCHOR_END: record

@@ -542,3 +542,65 @@ async fn goal_shows_the_goal_and_clear_drops_its_queued_prompt() {
     assert_eq!(slash(&mut agent, "/goal clear"), "No goal to clear.");
     assert_eq!(model.requests().len(), 1);
 }
+
+/// A workflow that waits for the file `go` in `dir`, then returns a result
+/// that says "tests passed" — written by the harness's workflow runtime,
+/// not by the main model.
+fn waiting_workflow(dir: &Path) -> lesson::workflow::WorkflowRegistry {
+    let go = dir.join("go");
+    let mut registry = lesson::workflow::WorkflowRegistry::empty();
+    registry.register(
+        lesson::workflow::WorkflowMeta::new("checks", "runs the checks", ["Check"]),
+        move |_ctx, _args| {
+            let go = go.clone();
+            async move {
+                while !go.exists() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Ok(json!({"result": "tests passed"}))
+            }
+        },
+    );
+    registry
+}
+
+#[tokio::test]
+async fn a_workflow_runs_notification_is_trusted_evidence_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedModel::new(vec![
+        Reply::tool("Workflow", json!({"name": "checks"})),
+        Reply::text("The checks run in the background."),
+        Reply::text("The workflow reports tests passed."),
+    ]));
+    let options = lesson::Options {
+        goal: keyword(20),
+        workflows: lesson::workflow::WorkflowOptions {
+            registry: waiting_workflow(dir.path()),
+            ..lesson::workflow::WorkflowOptions::default()
+        },
+        ..support::options()
+    };
+    let mut agent = support::agent_with(dir.path(), model.clone(), options);
+    let mut history = Vec::new();
+    slash(&mut agent, "/goal tests passed");
+    let (kickoff, _) = idle(&mut agent).await;
+    turn(&mut agent, &mut history, &kickoff).await;
+    assert_eq!(status(&agent), GoalStatus::Active);
+    // While the run is going, the continuation waits.
+    assert!(!idle_ready(&mut agent).await);
+
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let (notification, _) = idle(&mut agent).await;
+    assert!(
+        notification.contains("<task_notification>"),
+        "{notification}"
+    );
+    let seen = turn(&mut agent, &mut history, &notification).await;
+    assert_eq!(status(&agent), GoalStatus::Completed);
+    assert!(
+        seen.notices_tagged(TAG)[0].contains("workflow run"),
+        "{:?}",
+        seen.notices
+    );
+    validate_requests(&model.requests());
+}

@@ -120,19 +120,35 @@ async fn two_teammates_write_the_same_file_in_two_worktrees_and_the_main_checkou
     );
     assert!(!root.join(".worktrees/../escape").exists());
 
-    // Both tasks are done, each in its own worktree.
+    // Both tasks are done, each in its own worktree. A teammate completes
+    // its task in the same round as its shell command, so the model sees
+    // that command's output one request later: wait for that request too.
     let board = TaskBoard::new(root.join(TASKS_DIR), Notices::new());
+    let shown_to_the_model = |owner: &str, worktree: &str| {
+        model
+            .agent_requests(&teammate(owner))
+            .to_string_lossy()
+            .contains(&format!(".worktrees/{worktree}\\nwt/{worktree}"))
+    };
     tokio::time::timeout(DEADLINE, async {
-        while !board
-            .list()
-            .iter()
-            .all(|task| task.status == Status::Completed)
-        {
+        loop {
+            let tasks = board.list();
+            let done = tasks.len() == 2
+                && tasks.iter().all(|task| {
+                    task.status == Status::Completed
+                        && task.owner.as_deref().is_some_and(|owner| {
+                            let worktree = if task.id == "1" { "auth" } else { "ui" };
+                            shown_to_the_model(owner, worktree)
+                        })
+                });
+            if done {
+                break;
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
     .await
-    .expect("both tasks are completed");
+    .expect("both tasks are completed, each teammate's shell ran in its task's worktree");
     for (id, worktree) in [("1", "auth"), ("2", "ui")] {
         let owner = board.get(id).unwrap().owner.unwrap();
         let written =
@@ -144,9 +160,8 @@ async fn two_teammates_write_the_same_file_in_two_worktrees_and_the_main_checkou
             "task {id}'s file, in its worktree"
         );
         // Its shell ran there too, on the worktree's branch.
-        let requests = model.agent_requests(&teammate(&owner)).to_string_lossy();
         assert!(
-            requests.contains(&format!(".worktrees/{worktree}\\nwt/{worktree}")),
+            shown_to_the_model(&owner, worktree),
             "{owner}'s bash ran in {worktree}"
         );
     }

@@ -46,4 +46,5 @@ mod tasks;
 mod team;
 mod team_bus;
 mod todo;
+mod workflow;
 mod worktrees;

@@ -46,6 +46,7 @@ pub const TOOLS: &[&str] = &[
     "list_worktrees",
     "remove_worktree",
     "keep_worktree",
+    "Workflow",
     "connect_mcp",
     "list_mcp",
 ];
@@ -215,4 +216,28 @@ pub fn npm_server(package: &str, args: &[&str]) -> Option<lesson::mcp::ServerCon
     let mut all = vec![script.to_string_lossy().into_owned()];
     all.extend(args.iter().map(|arg| arg.to_string()));
     Some(lesson::mcp::ServerConfig::new("node", all))
+}
+
+/// The variable that makes this test binary run one workflow in the
+/// directory it names, as a process of its own that a test can kill (see
+/// `workflow::runner_entry`).
+pub const WORKFLOW_RUNNER_ENV: &str = "S20_WORKFLOW_RUNNER";
+
+/// How to start this test binary as that workflow runner, in `dir`: only
+/// the test that runs it, with the variable set.
+pub fn workflow_runner(dir: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command
+        .args([
+            "workflow::runner_entry",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+            "--quiet",
+        ])
+        .env(WORKFLOW_RUNNER_ENV, dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
 }
