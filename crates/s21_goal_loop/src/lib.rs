@@ -5,8 +5,9 @@
 //! reply was as good as the tests passing. `/goal <condition>` moves that
 //! decision to the harness. When the model ends a turn with a goal set, an
 //! evaluator — separate from the agent, and shown only evidence the
-//! harness itself delivered since the goal was set (background command
-//! results, never the user's or the model's words) — says whether the
+//! harness itself delivered since the goal was set (the results of
+//! background commands and workflow runs, never the user's or the model's
+//! words) — says whether the
 //! condition is met. If not, a continuation prompt is queued, behind any
 //! external event, and the agent goes on; after a budget of 20
 //! continuation turns the goal is marked blocked and the user told. The
