@@ -161,7 +161,7 @@ pub async fn run_binary(
 /// Whether the heavy tests (the 300-turn session, the 2,000-case property
 /// test) run at full size here: in the lesson that introduced them and in
 /// the newest lesson; the lessons between run them smaller.
-pub const FULL_SIZE: bool = true;
+pub const FULL_SIZE: bool = false;
 
 /// `full` at full size, else a tenth of it (at least one).
 pub fn size(full: usize) -> usize {

@@ -1,0 +1,569 @@
+//! What this lesson plugs into the loop.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use shared::cli::Setup;
+use shared::error::ApiError;
+use shared::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
+use shared::protocol::{ContentBlock, Message, Response, SystemBlock, ToolSpec, ToolUse};
+
+use crate::Options;
+use crate::background::{self, BackgroundTasks, Finished};
+use crate::builtin_hooks;
+use crate::compact::Compactor;
+use crate::cron::{self, CronScheduler};
+use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
+use crate::goal::GoalLoop;
+use crate::hook_registry::HookRegistry;
+use crate::mcp::{self, McpHub, McpSync};
+use crate::memory::MemorySystem;
+use crate::prompt::{
+    ConversationBreakpoints, PromptAssembler, Section, log_cache_usage, mark_last_tool, sources,
+};
+use crate::recovery::Recovery;
+use crate::settings::Settings;
+use crate::settings::command_hooks::{self, HookEnv};
+use crate::skills;
+use crate::slash::{self, StatusView};
+use crate::subagent::{self, SharedHooks, Subagent, lock};
+use crate::tasks::{self, TASKS_DIR, TaskBoard};
+use crate::team::{self, MAILBOX_DIR, MessageBus, Protocols, Roster, ScanCount, Team};
+use crate::todo::{self, TodoTracker};
+use crate::workflow::agent::AgentRunner;
+use crate::workflow::report::RunFinished;
+use crate::workflow::store::RunStore;
+use crate::workflow::{self, WorkflowRuntime};
+use crate::worktrees::{self, WorktreeManager};
+
+/// The lesson's hooks: a system prompt, a dispatch map of tools (the
+/// subagent's `task` among them), a registry of hooks around them that the
+/// subagent shares, the todo list, which the map's `todo_write` and
+/// `before_model_call` share, the compactor, which `compact`,
+/// `before_model_call` and `call_model` share, the memory layer, the
+/// assembler that builds the system prompt from all of them, the
+/// recovery around `call_model`, the commands running in the background,
+/// the cron scheduler, the team, the MCP servers, what the settings
+/// file configured, for `/status`, the workflow runs, and the goal
+/// (lesson 21).
+pub struct LessonHooks {
+    tools: ToolRegistry,
+    /// The context every tool call gets.
+    context: ToolContext,
+    registry: SharedHooks,
+    todos: TodoTracker,
+    /// The skill catalog, the system prompt's `skills` section.
+    skill_catalog: String,
+    compactor: Compactor,
+    memory: MemorySystem,
+    prompt: PromptAssembler,
+    /// Retries, fallback and max_tokens recovery around `call_model`.
+    recovery: Recovery,
+    /// Commands `bash` started in the background, and their results.
+    background: BackgroundTasks,
+    /// The scheduled jobs, and the queue of those that came due.
+    cron: CronScheduler,
+    /// The teammates, their mailboxes and protocols.
+    team: Team,
+    /// The connections to MCP servers, and what of their tools the
+    /// dispatch map has.
+    mcp: McpHub,
+    mcp_sync: McpSync,
+    /// The settings the agent was built from (lesson 19).
+    settings: Settings,
+    /// The workflow runs started by `Workflow` (lesson 20).
+    workflows: WorkflowRuntime,
+    /// The goal, its evidence log and its continuation queue (lesson 21).
+    goal: GoalLoop,
+    /// The model as the front end chose it.
+    model_id: String,
+    provider: String,
+    /// The skills directory and how many skills it holds.
+    skills_found: Option<(PathBuf, usize)>,
+}
+
+impl LessonHooks {
+    /// Hooks working in the setup's workspace, with the five base tools
+    /// (`bash` able to run in the background), `todo_write`, `compact`,
+    /// `load_skill`, `task`, the five task-board tools, the three cron
+    /// tools, the five team tools, the four worktree tools, the two MCP
+    /// tools (and the connected servers' tools), `Workflow`, and this
+    /// lesson's hooks — the settings file's command hooks first — reporting
+    /// to the setup's notices, asking `options.approver` before risky calls
+    /// (after the settings file's rules), and keeping memories.
+    /// `setup.model` is expected to be `recovery`'s model stack (see
+    /// [`crate::build`]). Fails only when a skills directory was named that
+    /// does not exist.
+    pub fn new(setup: &Setup, options: Options, recovery: Recovery) -> anyhow::Result<Self> {
+        // ANCHOR: register_mcp_gate
+        // The MCP servers of the workspace, known before the hooks: the
+        // permission gate asks by what each server says of its tools.
+        let mcp = McpHub::new(setup.workspace.root(), setup.notices.clone(), options.mcp);
+        let mut registry = HookRegistry::new();
+        // ANCHOR: register_settings
+        // The settings file's command hooks run before the built-in ones,
+        // as Claude Code's run before its permission check: a hook that
+        // blocks a call spares the user a question about it.
+        command_hooks::register(
+            &mut registry,
+            &options.settings.hooks,
+            &HookEnv {
+                cwd: setup.workspace.root().to_path_buf(),
+                session_id: session_id(),
+                notices: setup.notices.clone(),
+            },
+        );
+        builtin_hooks::register(
+            &mut registry,
+            &setup.workspace,
+            &setup.notices,
+            options.approver,
+            &mcp,
+            options.settings.permissions.clone(),
+        );
+        // ANCHOR_END: register_settings
+        // ANCHOR_END: register_mcp_gate
+        let registry = Arc::new(Mutex::new(registry));
+        let mut tools = base_tools();
+        // ANCHOR: register_background
+        // `bash` again, now able to leave a command running and answer at
+        // once. It takes the base tool's place, first in the list.
+        let background = BackgroundTasks::new(setup.notices.clone());
+        background::tool::register(&mut tools, &background);
+        // ANCHOR_END: register_background
+        let todos = TodoTracker::new();
+        todos.register(&mut tools);
+        // The summaries go through the same model as the conversation.
+        let compactor = Compactor::new(setup, options.compact);
+        compactor.register(&mut tools);
+        // ANCHOR: register_skills
+        // The skills: their catalog to the system prompt, `load_skill` to
+        // the tools.
+        let skills = skills::load(&options.skills, setup.workspace.root(), &setup.notices)?;
+        let skill_catalog = skills.catalog();
+        let skills_found = skills
+            .dir()
+            .map(|dir| (dir.to_path_buf(), skills.skills().len()));
+        skills::register_tool(&mut tools, skills);
+        // ANCHOR_END: register_skills
+        // ANCHOR: register_task
+        // Subagents think with the parent's model, behind the parent's hooks,
+        // and compact their own histories by the parent's thresholds.
+        let subagent = Subagent::new(
+            setup.model.clone(),
+            setup.model_id.clone(),
+            compactor.config.clone(),
+        );
+        subagent::register(&mut tools, subagent, Arc::clone(&registry));
+        // ANCHOR_END: register_task
+        // ANCHOR: register_board
+        // The task board of the workspace, shared by every call (and, from
+        // lesson 15 on, by every agent working here).
+        let board = TaskBoard::new(
+            setup.workspace.root().join(TASKS_DIR),
+            setup.notices.clone(),
+        );
+        tasks::tools::register(&mut tools, &board);
+        // ANCHOR_END: register_board
+        // ANCHOR: register_cron
+        // The scheduler of this workspace: durable jobs are loaded now, and
+        // the three cron tools work on it.
+        let cron = CronScheduler::new(setup.workspace.root(), options.clock, setup.notices.clone());
+        cron::tools::register(&mut tools, &cron);
+        // ANCHOR_END: register_cron
+        // ANCHOR: register_worktrees
+        // The workspace's git worktrees: the lead's four tools, and the
+        // place a teammate's tools run once it holds a bound task.
+        let worktrees = WorktreeManager::new(setup.workspace.root());
+        // ANCHOR_END: register_worktrees
+        // ANCHOR: register_team
+        // The team: teammates think with the lead's model stack, behind the
+        // lead's hooks, and talk through mailboxes in the workspace.
+        let team = Team::new(team::Shared {
+            bus: MessageBus::new(setup.workspace.root().join(MAILBOX_DIR)),
+            protocols: Protocols::new(),
+            roster: Roster::default(),
+            model: setup.model.clone(),
+            model_id: setup.model_id.clone(),
+            compact: compactor.config.clone(),
+            registry: Arc::clone(&registry),
+            context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            board: board.clone(),
+            autonomy: options.autonomy,
+            scans: ScanCount::default(),
+            worktrees: worktrees.clone(),
+        });
+        team::tools::register(&mut tools, &team);
+        worktrees::tools::register(&mut tools, &worktrees);
+        // ANCHOR_END: register_team
+        // ANCHOR: register_workflow
+        // Workflow agents are subagents: the same model stack, the same
+        // hooks around their tools, the parent's compaction thresholds.
+        let workflow_agents = AgentRunner::new(
+            Subagent::new(
+                setup.model.clone(),
+                setup.model_id.clone(),
+                compactor.config.clone(),
+            ),
+            Arc::clone(&registry),
+            ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            options.workflows.concurrency,
+        );
+        let workflows = WorkflowRuntime::new(
+            options.workflows.registry,
+            RunStore::new(setup.workspace.root()),
+            workflow_agents,
+            setup.notices.clone(),
+        );
+        workflow::tool::register(&mut tools, &workflows);
+        // ANCHOR_END: register_workflow
+        // ANCHOR: register_mcp
+        // `connect_mcp` and `list_mcp`, last of the built-in tools; the
+        // servers' tools come after them, once connected.
+        mcp::tools::register(&mut tools, &mcp);
+        // ANCHOR_END: register_mcp
+        // ANCHOR: register_goal
+        // The goal's judge asks the same recovery-wrapped model stack.
+        let goal = GoalLoop::new(
+            &options.goal,
+            setup.model.clone(),
+            &setup.model_id,
+            setup.notices.clone(),
+        );
+        // ANCHOR_END: register_goal
+        Ok(Self {
+            tools,
+            context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            registry,
+            todos,
+            skill_catalog,
+            compactor,
+            // Memory's side queries go through the agent's own model.
+            memory: MemorySystem::new(setup),
+            prompt: PromptAssembler::new(setup.notices.clone()),
+            recovery,
+            background,
+            cron,
+            team,
+            mcp,
+            mcp_sync: McpSync::default(),
+            settings: options.settings,
+            workflows,
+            model_id: setup.model_id.clone(),
+            provider: setup.model.provider().to_string(),
+            skills_found,
+            goal,
+        })
+    }
+
+    /// The dispatch map, to add or remove tools between calls.
+    pub fn tool_registry(&mut self) -> &mut ToolRegistry {
+        &mut self.tools
+    }
+
+    /// The hook registry, to add hooks of your own. Subagents run them too.
+    pub fn registry(&mut self) -> MutexGuard<'_, HookRegistry> {
+        lock(&self.registry)
+    }
+
+    /// The compactor, to read its state or change its thresholds
+    /// (subagents keep the thresholds the agent was built with).
+    pub fn compactor(&mut self) -> &mut Compactor {
+        &mut self.compactor
+    }
+
+    /// The recovery state, to read its events or change its policy.
+    pub fn recovery(&mut self) -> &mut Recovery {
+        &mut self.recovery
+    }
+
+    /// The background tasks, to see what runs.
+    pub fn background(&self) -> &BackgroundTasks {
+        &self.background
+    }
+
+    /// The team, to see its members or send it mail.
+    pub fn team(&self) -> &Team {
+        &self.team
+    }
+
+    /// The cron scheduler, to tick it or see its jobs.
+    pub fn cron(&self) -> &CronScheduler {
+        &self.cron
+    }
+
+    /// The MCP servers, to see what is connected.
+    pub fn mcp(&self) -> &McpHub {
+        &self.mcp
+    }
+
+    /// The goal, to see where it stands.
+    pub fn goal(&self) -> &GoalLoop {
+        &self.goal
+    }
+
+    /// The workflow runs, to see what runs or take what finished.
+    pub fn workflows(&self) -> &WorkflowRuntime {
+        &self.workflows
+    }
+
+    /// The system prompt's assembler, to see its key and counts.
+    pub fn prompt(&self) -> &PromptAssembler {
+        &self.prompt
+    }
+
+    // ANCHOR: status_view
+    /// What `/status` shows, as things are now.
+    pub fn status_view(&self) -> StatusView {
+        let shared = self.team.shared();
+        StatusView {
+            lesson: crate::LESSON.id,
+            model_id: self.model_id.clone(),
+            provider: self.provider.clone(),
+            settings: self.settings.clone(),
+            skills: self.skills_found.clone(),
+            compact: self.compactor.config.clone(),
+            recovery: self.recovery.policy(),
+            autonomy: shared.autonomy.clone(),
+            teammates: self.team.list(),
+            background: self.background.running(),
+            cron_jobs: self.cron.list().len(),
+            tasks: shared.board.list(),
+            worktrees: shared.worktrees.list().map_err(|error| error.to_string()),
+            mcp: self.mcp.status(),
+        }
+    }
+    // ANCHOR_END: status_view
+
+    // ANCHOR: sections
+    /// The system prompt's sections, from the state as it is now, most
+    /// stable first. A section whose state is absent has empty text and is
+    /// left out.
+    pub fn prompt_sections(&self) -> Vec<Section> {
+        vec![
+            sources::identity(),
+            sources::workspace(&self.context.workspace),
+            sources::tools(self.tools.names()),
+            sources::planning(&self.tools),
+            Section::new("skills", self.skill_catalog.clone()),
+            // Which MCP servers there are; changes only with a connection.
+            Section::new("mcp", self.mcp.prompt_section()),
+            // The memory index, read from MEMORY.md for each request.
+            Section::new("memory", self.memory.system_section().unwrap_or_default()),
+        ]
+    }
+    // ANCHOR_END: sections
+}
+
+impl Hooks for LessonHooks {
+    // ANCHOR: system_prompt
+    fn system_prompt(&mut self) -> Vec<SystemBlock> {
+        let sections = self.prompt_sections();
+        self.prompt.build(&sections)
+    }
+    // ANCHOR_END: system_prompt
+
+    // ANCHOR: tools
+    fn tools(&mut self) -> Vec<ToolSpec> {
+        let mut specs = self.tools.specs();
+        mark_last_tool(&mut specs);
+        specs
+    }
+    // ANCHOR_END: tools
+
+    // ANCHOR: triggers
+    async fn run_tool(&mut self, call: &ToolUse) -> ToolOutput {
+        // The registry is locked for the hooks only, never across the tool:
+        // `task`'s subagent locks it for its own calls.
+        if let Some(reason) = lock(&self.registry).trigger_pre_tool_use(call) {
+            return ToolOutput::error(reason);
+        }
+        let output = self.tools.dispatch(call, &self.context).await;
+        lock(&self.registry).trigger_post_tool_use(call, &output);
+        output
+    }
+
+    fn on_user_prompt(&mut self, prompt: &str) -> PromptCheck {
+        let check = lock(&self.registry)
+            .trigger_user_prompt_submit(prompt)
+            .unwrap_or(PromptCheck::Accept);
+        // What the model will be sent, after the hooks had their say: a
+        // blocked prompt is not sent, a replaced one is sent as replaced.
+        let sent = match &check {
+            PromptCheck::Accept => prompt,
+            PromptCheck::Replace(text) => text.as_str(),
+            PromptCheck::Block(_) => return check,
+        };
+        self.compactor.note_prompt(sent);
+        self.memory.note_prompt(sent);
+        self.recovery.start_turn();
+        check
+    }
+
+    async fn on_stop(&mut self, history: &[Message]) -> Option<String> {
+        let next = lock(&self.registry).trigger_stop(history);
+        // Extract only when the turn really ends; memory never continues it.
+        if next.is_none() {
+            // ANCHOR: goal_gate
+            // The goal's gate: a continuation, if any, is queued for
+            // `idle_work`, not returned here (see the chapter).
+            self.goal.after_turn().await;
+            // ANCHOR_END: goal_gate
+            self.memory.after_turn(history).await;
+        }
+        next
+    }
+    // ANCHOR_END: triggers
+
+    // ANCHOR: compaction
+    async fn before_model_call(&mut self, history: &mut Vec<Message>) {
+        // ANCHOR: mcp_sync
+        // The MCP tools into the dispatch map if they changed (a server
+        // connected, changed its list or died), before the system prompt
+        // and the tools of this call are read from it.
+        self.mcp.settle().await;
+        if self.mcp_sync.sync(&mut self.tools, &self.mcp) {
+            self.context.notices.emit(
+                mcp::MCP_TAG,
+                format!("tool pool rebuilt: {} MCP tools", self.mcp.tools().len()),
+            );
+        }
+        // ANCHOR_END: mcp_sync
+        // Compaction first, so a reminder added now is not compacted away.
+        self.compactor.before_model_call(history).await;
+        if self.todos.remind_if_due(history) {
+            self.context.notices.emit(
+                todo::TOOL_NAME,
+                format!(
+                    "reminder sent: open tasks, and no update for {} rounds",
+                    todo::REMIND_AFTER_ROUNDS
+                ),
+            );
+        }
+        // ANCHOR: team_events
+        // What the team sent since the last call: results, idle reports,
+        // protocol replies. After the round's tool results, like any text.
+        if let Some(events) = self.team.take_events() {
+            shared::history::push_user(history, vec![ContentBlock::text(events)]);
+        }
+        // ANCHOR_END: team_events
+        // Recall last, so the recalled memories are not compacted away at once.
+        self.memory.recall_for_turn(history).await;
+    }
+
+    // ANCHOR: call_model
+    async fn call_model(&mut self, call: ModelCall<'_, '_>) -> Result<Response, ApiError> {
+        // The conversation's cache breakpoints are set on each request as it
+        // goes out, never in the stored history.
+        let model = ConversationBreakpoints::new(call.model);
+        let mut call = call;
+        call.model = &model;
+        let response = self.recovery.send(&mut self.compactor, call).await?;
+        log_cache_usage(&response.usage);
+        Ok(response)
+    }
+    // ANCHOR_END: call_model
+    // ANCHOR_END: compaction
+
+    // ANCHOR: notifications
+    fn after_tool_results(&mut self, results: &mut Vec<ContentBlock>) {
+        // After the results, never before them: the API requires a user
+        // message's tool_result blocks to come first.
+        for finished in self.background.take_finished() {
+            // Evidence for the goal, recorded as it is delivered.
+            self.goal.record_finished(&finished);
+            results.push(ContentBlock::text(finished.notification()));
+        }
+        // Finished workflow runs, in the same place and the same format.
+        for finished in self.workflows.take_finished() {
+            self.goal.record_run(&finished);
+            results.push(ContentBlock::text(finished.notification()));
+        }
+    }
+
+    // ANCHOR: idle_work
+    async fn idle_work(&mut self) -> String {
+        // External events first, in this order, then the goal's queue. All
+        // waits are cancel-safe, so the one that loses keeps its work for
+        // the next call. The goal's prompt waits while a background
+        // command or a workflow run is going: the evidence it needs may be
+        // on its way.
+        let goal_ready = self.goal.has_continuation()
+            && self.background.running().is_empty()
+            && !self.workflows.has_pending();
+        tokio::select! {
+            biased;
+            finished = self.background.next_finished() => {
+                // ANCHOR: goal_evidence
+                for record in &finished {
+                    self.goal.record_finished(record);
+                }
+                // ANCHOR_END: goal_evidence
+                finished
+                    .iter()
+                    .map(Finished::notification)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+            job = self.cron.next_due() => format!("[Scheduled] {}", job.prompt),
+            events = self.team.next_events() => events,
+            finished = self.workflows.next_finished() => {
+                for run in &finished {
+                    self.goal.record_run(run);
+                }
+                finished
+                    .iter()
+                    .map(RunFinished::notification)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+            // `goal_ready` saw the prompt, and nothing can take it between
+            // that look and this branch: `idle_work` holds the hooks.
+            () = std::future::ready(()), if goal_ready => {
+                self.goal.take_continuation().unwrap_or_default()
+            }
+        }
+    }
+    // ANCHOR_END: idle_work
+
+    // ANCHOR: pending
+    /// A workflow run going, or finished and not yet told: `-p` waits for
+    /// it, since its result is what the request was for.
+    fn has_pending_work(&mut self) -> bool {
+        // After `-p`, a goal's queued prompt is still part of the request.
+        self.workflows.has_pending() || self.goal.has_continuation()
+    }
+    // ANCHOR_END: pending
+
+    async fn on_exit(&mut self) {
+        // Workflow runs first: their agents' tools may have started work
+        // of their own.
+        self.workflows.stop_all().await;
+        self.background.stop_all().await;
+        self.team.stop_all().await;
+        // No MCP server outlives the session.
+        self.mcp.stop_all().await;
+    }
+    // ANCHOR_END: notifications
+
+    // ANCHOR: slash_command
+    fn slash_command(&mut self, line: &str) -> Option<String> {
+        // Every `/` line is the harness's: a known command is answered, an
+        // unknown one gets the list, and neither reaches the model.
+        if let Some(answer) = self.goal.command(line) {
+            return Some(answer);
+        }
+        Some(slash::answer(line, || self.status_view()))
+    }
+    // ANCHOR_END: slash_command
+}
+
+/// An id for this session, for the hooks' JSON: the start time and the
+/// process, which no two sessions share.
+fn session_id() -> String {
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis());
+    format!("{millis:x}-{}", std::process::id())
+}

@@ -1,0 +1,328 @@
+//! The permission gate: three checks before any tool runs.
+//!
+//! 1. **Deny list.** A `bash` command containing one of [`DENY_LIST`] is
+//!    refused outright. Nobody is asked, and no flag overrides it.
+//! 2. **Ask rules.** A call that matches one of the rules in [`check_rules`]
+//!    (a file path outside the workspace, a `bash` command containing one of
+//!    [`ASK_PATTERNS`], from lesson 15 every `spawn_teammate`, from lesson 18
+//!    every `connect_mcp` and every MCP tool its server does not claim is
+//!    read-only) needs the user's approval.
+//! 3. **The user's answer.** An [`Approver`] decides: the terminal asks
+//!    `Allow? [y/N]`, `--yes` approves in advance, tests script the answers.
+//!
+//! Lesson 19 puts the settings file's rules between gates 1 and 2: a
+//! `deny` rule refuses, an `ask` rule asks, an `allow` rule runs the call
+//! without a question (even one gate 2 would ask about), and a call no rule
+//! matches goes on to gate 2 as before. The deny list still comes first:
+//! no rule can allow `sudo`.
+//!
+//! A call that matches neither list runs without a question; that is most
+//! calls. A refusal is not an error of the harness: it becomes an `is_error`
+//! tool result that tells the model why, and the loop goes on.
+//!
+//! Both lists match substrings of the command as written. That places the
+//! gate in the loop and catches honest mistakes; it does not stop anyone who
+//! wants to get past it (the chapter shows how). Treat it as a seat belt,
+//! not a wall.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use shared::cli::{TerminalAnswer, ask_yes_no, describe_input, show_answered};
+use shared::protocol::ToolUse;
+use shared::tools::{PathError, Workspace};
+
+use crate::mcp::McpHub;
+use crate::settings::{PermissionRules, Verdict};
+
+// ANCHOR: lists
+/// Text that must never appear in a `bash` command.
+pub const DENY_LIST: &[&str] = &[
+    "rm -rf /",
+    "sudo",
+    "shutdown",
+    "reboot",
+    "mkfs",
+    "dd if=",
+    "> /dev/sda",
+];
+
+/// Text that makes a `bash` command ask first.
+pub const ASK_PATTERNS: &[&str] = &["rm ", "> /etc/", "chmod 777"];
+
+/// The tools whose `path` input names a file.
+pub const FILE_TOOLS: &[&str] = &["read_file", "write_file", "edit_file"];
+// ANCHOR_END: lists
+
+/// What the gate decided about one tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run the call.
+    Allow,
+    /// Do not run it; the text is the tool result the model reads.
+    Deny(String),
+}
+
+/// A call that needs the user's approval, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    /// Which rule matched, e.g. `"Potentially destructive command"`.
+    pub reason: String,
+    /// The call itself.
+    pub call: ToolUse,
+}
+
+impl ApprovalRequest {
+    /// A one-line summary of the call, as the terminal shows it:
+    /// `bash(rm test.txt)`.
+    pub fn summary(&self) -> String {
+        format!("{}({})", self.call.name, describe_input(&self.call))
+    }
+}
+
+/// The user's answer to an [`ApprovalRequest`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Yes,
+    No,
+    /// Nobody could be asked (standard input is not a terminal). The gate
+    /// treats this as no, with a message saying how to approve in advance.
+    NoTerminal,
+}
+
+// ANCHOR: approver
+/// Gate 3: whoever answers `Allow? [y/N]`.
+pub trait Approver: Send {
+    fn approve(&mut self, request: &ApprovalRequest) -> Answer;
+}
+// ANCHOR_END: approver
+
+// ANCHOR: gate
+/// The three gates, in order, in front of every tool call.
+pub struct PermissionGate {
+    workspace: Workspace,
+    approver: Box<dyn Approver>,
+    /// The MCP servers, which say which of their tools are read-only.
+    mcp: McpHub,
+    /// The settings file's rules (lesson 19); none by default.
+    rules: PermissionRules,
+}
+
+impl PermissionGate {
+    /// A gate for tools working in `workspace`, asking `approver`, with
+    /// the MCP tools of `mcp`.
+    pub fn new(workspace: Workspace, approver: Box<dyn Approver>, mcp: McpHub) -> Self {
+        Self {
+            workspace,
+            approver,
+            mcp,
+            rules: PermissionRules::default(),
+        }
+    }
+
+    /// The same gate, deciding by `rules` before its own ask rules.
+    pub fn with_rules(self, rules: PermissionRules) -> Self {
+        Self { rules, ..self }
+    }
+
+    /// Decides whether `call` may run.
+    pub fn check(&mut self, call: &ToolUse) -> Decision {
+        // Gate 1: the deny list wins over everything, including --yes.
+        if call.name == "bash"
+            && let Some(pattern) = check_deny_list(command_of(call))
+        {
+            return Decision::Deny(format!(
+                "Permission denied: '{pattern}' is on the deny list, so this command was not run."
+            ));
+        }
+        // ANCHOR: settings_rules
+        // The settings file's rules: deny, then ask, then allow.
+        let reason = match self.rules.decide(call, &self.workspace) {
+            Some((Verdict::Deny, rule)) => {
+                return Decision::Deny(format!(
+                    "Permission denied: the settings rule deny {rule} matches this call, so \
+                     it was not run."
+                ));
+            }
+            Some((Verdict::Ask, rule)) => format!("Settings rule ask {rule}"),
+            Some((Verdict::Allow, _)) => return Decision::Allow,
+            // Gate 2: does a rule of the lesson say to ask? Lesson 18: an
+            // MCP tool asks by what its server claims about it.
+            None => match check_rules(&self.workspace, call)
+                .or_else(|| self.mcp.approval_reason(&call.name))
+            {
+                Some(reason) => reason.to_string(),
+                None => return Decision::Allow,
+            },
+        };
+        // ANCHOR_END: settings_rules
+        // Gate 3: ask.
+        let request = ApprovalRequest {
+            reason: reason.clone(),
+            call: call.clone(),
+        };
+        match self.approver.approve(&request) {
+            Answer::Yes => Decision::Allow,
+            Answer::No => Decision::Deny(format!(
+                "Permission denied by the user ({reason}). The call was not run."
+            )),
+            Answer::NoTerminal => Decision::Deny(format!(
+                "Permission denied: {reason} needs the user's approval, but there is no \
+                 terminal to ask, so the call was not run. The user can rerun with --yes \
+                 to pre-approve such calls."
+            )),
+        }
+    }
+}
+// ANCHOR_END: gate
+
+// ANCHOR: checks
+/// Gate 1: the deny-list entry `command` contains, if any.
+pub fn check_deny_list(command: &str) -> Option<&'static str> {
+    DENY_LIST
+        .iter()
+        .copied()
+        .find(|pattern| command.contains(pattern))
+}
+
+/// Gate 2: why `call` needs approval, if it does.
+pub fn check_rules(workspace: &Workspace, call: &ToolUse) -> Option<&'static str> {
+    if FILE_TOOLS.contains(&call.name.as_str()) && leaves_workspace(workspace, call) {
+        return Some("Access outside workspace");
+    }
+    if call.name == "bash" && ASK_PATTERNS.iter().any(|p| command_of(call).contains(p)) {
+        return Some("Potentially destructive command");
+    }
+    // Lesson 15: another agent working in the workspace changes cost,
+    // concurrency and who may edit files, so the user confirms each one.
+    if call.name == SPAWN_TEAMMATE {
+        return Some("Starting a teammate (another agent working in this workspace)");
+    }
+    // Lesson 18: connecting a server runs the program `.mcp.json` names,
+    // and a checked-out repository can bring its own `.mcp.json`.
+    if call.name == CONNECT_MCP {
+        return Some("Starting an MCP server (runs the command .mcp.json names)");
+    }
+    None
+}
+
+/// The tool that starts an MCP server (lesson 18), which always asks first.
+pub const CONNECT_MCP: &str = crate::mcp::tools::CONNECT_MCP;
+
+/// The tool that starts a teammate (lesson 15), which always asks first.
+pub const SPAWN_TEAMMATE: &str = "spawn_teammate";
+
+/// Whether the call's `path` resolves outside the workspace. This is the
+/// very check the file tools make (symlinks included), so the rule asks
+/// about exactly the paths the tools would refuse.
+fn leaves_workspace(workspace: &Workspace, call: &ToolUse) -> bool {
+    let Some(path) = call.input.get("path").and_then(|path| path.as_str()) else {
+        return false;
+    };
+    matches!(workspace.resolve(path), Err(PathError::Escapes { .. }))
+}
+
+/// The `command` of a `bash` call; empty when it is missing, so a bad call
+/// passes the gate and the tool itself reports what was wrong.
+fn command_of(call: &ToolUse) -> &str {
+    call.input
+        .get("command")
+        .and_then(|command| command.as_str())
+        .unwrap_or_default()
+}
+// ANCHOR_END: checks
+
+// ANCHOR: terminal
+/// Asks on the terminal (through the front end's [`ask_yes_no`]): the
+/// request goes to standard error, and `y` or `yes` is yes, anything else
+/// no. When standard input is not a terminal — a pipe, a file, a CI job —
+/// nothing is read: the input is not meant as answers, so the safe answer
+/// is no.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TerminalApprover;
+
+impl Approver for TerminalApprover {
+    fn approve(&mut self, request: &ApprovalRequest) -> Answer {
+        match ask_yes_no(
+            &question(request),
+            ALLOW_PROMPT,
+            "no terminal to ask; rerun with --yes to pre-approve",
+        ) {
+            TerminalAnswer::Yes => Answer::Yes,
+            TerminalAnswer::No => Answer::No,
+            TerminalAnswer::NoTerminal => Answer::NoTerminal,
+        }
+    }
+}
+// ANCHOR_END: terminal
+
+/// Approves every request (`--yes`), saying so on the terminal.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ApproveAll;
+
+impl Approver for ApproveAll {
+    fn approve(&mut self, request: &ApprovalRequest) -> Answer {
+        show_answered(
+            &question(request),
+            ALLOW_PROMPT,
+            "yes (pre-approved by --yes)",
+        );
+        Answer::Yes
+    }
+}
+
+/// How the terminal asks.
+const ALLOW_PROMPT: &str = "   Allow? [y/N]";
+
+/// The request as the terminal shows it.
+fn question(request: &ApprovalRequest) -> String {
+    format!("⚠  {}\n   Tool: {}", request.reason, request.summary())
+}
+
+/// Answers from a list, in order, and records every request: for tests and
+/// scripted runs. Once the list is used up, the answer is no. Clones share
+/// the list and the record, so a test keeps one and gives one away.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptedApprover {
+    state: Arc<Mutex<Scripted>>,
+}
+
+#[derive(Debug, Default)]
+struct Scripted {
+    answers: VecDeque<bool>,
+    asked: Vec<ApprovalRequest>,
+}
+
+impl ScriptedApprover {
+    /// An approver answering `answers` (true = yes) in order.
+    pub fn new(answers: impl IntoIterator<Item = bool>) -> Self {
+        Self {
+            state: Arc::new(Mutex::new(Scripted {
+                answers: answers.into_iter().collect(),
+                asked: Vec::new(),
+            })),
+        }
+    }
+
+    /// Every request received so far.
+    pub fn asked(&self) -> Vec<ApprovalRequest> {
+        self.lock().asked.clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Scripted> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Approver for ScriptedApprover {
+    fn approve(&mut self, request: &ApprovalRequest) -> Answer {
+        let mut state = self.lock();
+        state.asked.push(request.clone());
+        match state.answers.pop_front() {
+            Some(true) => Answer::Yes,
+            _ => Answer::No,
+        }
+    }
+}

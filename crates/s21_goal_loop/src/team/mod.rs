@@ -1,0 +1,50 @@
+//! Agent teams: a lead, persistent teammates, and mail between them.
+//!
+//! Agents talk through files: every agent has a mailbox,
+//! `.mailboxes/<name>.jsonl`, one JSON message per line. Files, not
+//! channels, because a channel dies with its process and a file does not:
+//! a message that was sent is on disk, whatever happens next. The pieces,
+//! from the bottom up:
+//!
+//! * [`message`] — what a line holds, and which agent names are allowed.
+//! * [`mailbox`] — one inbox on disk: appends under a file lock, and a take
+//!   that survives a crash between taking messages and handling them.
+//! * [`bus`] — [`MessageBus`]: send, take exactly once, and wait for mail
+//!   without spinning.
+//! * [`protocol`] — requests that expect one answer (shutdown, plan
+//!   approval), settled by request id; [`gate`] — the [`PlanGate`] that
+//!   keeps a teammate from changing files before its plan is approved.
+//! * [`roster`] — who is on the team, and what each is doing.
+//! * [`teammate`] — a teammate's life on its tokio task.
+//! * [`autonomy`] — what an idle teammate does besides waiting: scan the
+//!   task board and claim what can start (lesson 16); [`board_tools`] —
+//!   the board's tools as a teammate has them.
+//! * [`lead`] — the lead's side: spawning, its mailbox, the protocols.
+//! * [`tools`] — what the models see.
+
+pub mod autonomy;
+pub mod board_tools;
+pub mod bus;
+mod error;
+pub mod gate;
+pub mod lead;
+pub mod mailbox;
+pub mod message;
+pub mod protocol;
+pub mod roster;
+pub mod teammate;
+pub mod tools;
+
+pub use autonomy::{Autonomy, ScanCount};
+pub use bus::{Delivery, Drained, MessageBus};
+pub use error::BusError;
+pub use gate::{PlanGate, PlanStatus};
+pub use lead::{LEAD, TAG_BUS, Team, post};
+pub use mailbox::{Mailbox, Skipped, Taken};
+pub use message::{Message, MessageKind, NameError, validate_name};
+pub use protocol::{ProtocolError, Protocols, Request, RequestKind, RequestStatus, Transition};
+pub use roster::{Member, Roster, Status};
+pub use teammate::{Shared, Spec};
+
+/// The mailbox directory, in the workspace.
+pub const MAILBOX_DIR: &str = ".mailboxes";

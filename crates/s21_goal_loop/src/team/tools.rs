@@ -1,0 +1,278 @@
+//! The team's tools. The lead gets five: `spawn_teammate`, `send_message`,
+//! `list_teammates`, `request_shutdown`, `review_plan`. Teammates get
+//! `send_message` too (and `submit_plan`, in [`super::teammate`]).
+//! There is no inbox tool: mail reaches each agent by itself.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use shared::hooks::ToolOutput;
+use shared::protocol::ToolSpec;
+use shared::tools::input::parse_input;
+
+use super::lead::{LEAD, Team, unknown_teammate};
+use super::roster::{Roster, now};
+use super::teammate::Spec;
+use super::{Message, MessageBus, MessageKind};
+use crate::dispatch::{ToolContext, ToolRegistry};
+
+/// The lead's tag for what it does to the team.
+pub const TAG_TEAM: &str = "team";
+
+#[derive(Deserialize)]
+struct SpawnInput {
+    name: String,
+    role: String,
+    prompt: String,
+    #[serde(default)]
+    require_plan: bool,
+}
+
+#[derive(Deserialize)]
+struct SendInput {
+    to: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct NameInput {
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct ReviewInput {
+    request_id: String,
+    approve: bool,
+    #[serde(default)]
+    feedback: String,
+}
+
+// ANCHOR: specs
+fn spawn_spec() -> ToolSpec {
+    ToolSpec::new(
+        crate::permission::SPAWN_TEAMMATE,
+        "Start a persistent teammate: another agent with its own context, working in this \
+         workspace in parallel with you. Propose the team to the user and wait for their \
+         confirmation before calling this; the user is asked to confirm each teammate. \
+         The teammate works on `prompt`, reports its result to you, then waits for \
+         messages. With require_plan, it must have a plan approved (review_plan) before \
+         it may run bash or change files.",
+        json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "A short name: letters, digits, _ or -."},
+                "role": {"type": "string", "description": "Its area of responsibility."},
+                "prompt": {"type": "string", "description": "Its first assignment, complete: it sees nothing of this conversation."},
+                "require_plan": {"type": "boolean", "description": "Require an approved plan before it changes anything (default false)."}
+            },
+            "required": ["name", "role", "prompt"]
+        }),
+    )
+}
+
+/// `send_message`, for the lead and for teammates alike.
+pub fn send_message_spec() -> ToolSpec {
+    ToolSpec::new(
+        "send_message",
+        "Send a message to a teammate, to `lead`, or to `all` teammates. It is delivered \
+         to their mailbox; replies come back to you as messages.",
+        json!({
+            "type": "object",
+            "properties": {
+                "to": {"type": "string", "description": "A teammate's name, `lead`, or `all`."},
+                "content": {"type": "string"}
+            },
+            "required": ["to", "content"]
+        }),
+    )
+}
+
+fn list_spec() -> ToolSpec {
+    ToolSpec::new(
+        "list_teammates",
+        "List the teammates: name, role, status (working, idle, awaiting plan approval, \
+         shut down) and last activity.",
+        json!({"type": "object", "properties": {}}),
+    )
+}
+
+fn shutdown_spec() -> ToolSpec {
+    ToolSpec::new(
+        "request_shutdown",
+        "Ask a teammate to shut down. It finishes its current step, confirms, and stops; \
+         the confirmation arrives as a team event.",
+        json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"]
+        }),
+    )
+}
+
+fn review_spec() -> ToolSpec {
+    ToolSpec::new(
+        "review_plan",
+        "Approve or reject a teammate's plan, by the request_id of its \
+         plan_approval_request. A rejected teammate may revise and submit again.",
+        json!({
+            "type": "object",
+            "properties": {
+                "request_id": {"type": "string"},
+                "approve": {"type": "boolean"},
+                "feedback": {"type": "string"}
+            },
+            "required": ["request_id", "approve"]
+        }),
+    )
+}
+// ANCHOR_END: specs
+
+/// Registers the lead's five tools, working on `team`.
+pub fn register(tools: &mut ToolRegistry, team: &Team) {
+    let lead = team.clone();
+    tools.register(spawn_spec(), move |input, _cx: ToolContext| {
+        let output = spawn(&lead, &input);
+        async move { output }
+    });
+    let lead = team.clone();
+    tools.register(send_message_spec(), move |input, _cx| {
+        let output = match parse_input::<SendInput>("send_message", &input) {
+            Ok(input) => match lead.send(LEAD, input.to.trim(), &input.content) {
+                Ok(recipients) => ToolOutput::ok(format!("Sent to {}.", recipients.join(", "))),
+                Err(error) => ToolOutput::error(format!("Not sent: {error}")),
+            },
+            Err(output) => output,
+        };
+        async move { output }
+    });
+    let lead = team.clone();
+    tools.register(list_spec(), move |_input, _cx| {
+        let members = lead.list();
+        let now = now();
+        let output = if members.is_empty() {
+            ToolOutput::ok("No teammates yet.")
+        } else {
+            ToolOutput::ok(
+                members
+                    .iter()
+                    .map(|member| member.line(now))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        };
+        async move { output }
+    });
+    let lead = team.clone();
+    tools.register(shutdown_spec(), move |input, _cx| {
+        let output = match parse_input::<NameInput>("request_shutdown", &input) {
+            Ok(input) => match lead.request_shutdown(input.name.trim()) {
+                Ok(request) => ToolOutput::ok(format!(
+                    "Shutdown requested from {} as {}; its confirmation arrives as a team event.",
+                    request.to, request.request_id
+                )),
+                Err(error) => ToolOutput::error(format!("No shutdown requested: {error}")),
+            },
+            Err(output) => output,
+        };
+        async move { output }
+    });
+    let lead = team.clone();
+    tools.register(review_spec(), move |input, _cx| {
+        let output = match parse_input::<ReviewInput>("review_plan", &input) {
+            Ok(input) => {
+                match lead.review_plan(input.request_id.trim(), input.approve, &input.feedback) {
+                    Ok(request) => ToolOutput::ok(format!(
+                        "Plan {} of {} {}; {} has been told.",
+                        request.request_id,
+                        request.from,
+                        if input.approve {
+                            "approved"
+                        } else {
+                            "rejected"
+                        },
+                        request.from
+                    )),
+                    Err(error) => ToolOutput::error(format!("Nothing changed: {error}")),
+                }
+            }
+            Err(output) => output,
+        };
+        async move { output }
+    });
+}
+
+fn spawn(team: &Team, input: &Value) -> ToolOutput {
+    let input: SpawnInput = match parse_input(crate::permission::SPAWN_TEAMMATE, input) {
+        Ok(input) => input,
+        Err(output) => return output,
+    };
+    let spec = Spec {
+        name: input.name.trim().to_string(),
+        role: input.role.trim().to_string(),
+        prompt: input.prompt,
+        require_plan: input.require_plan,
+    };
+    let (name, role, plan) = (spec.name.clone(), spec.role.clone(), spec.require_plan);
+    match team.spawn(spec) {
+        Ok(()) => ToolOutput::ok(format!(
+            "Teammate {name} ({role}) started{}. Its result will arrive as a team event.",
+            if plan {
+                "; it must have its plan approved before it changes anything"
+            } else {
+                ""
+            }
+        )),
+        Err(error) => ToolOutput::error(format!("Teammate not started: {error}")),
+    }
+}
+
+/// A teammate's `send_message`: from `me` to a teammate, the lead or all.
+pub fn send_message(bus: &MessageBus, roster: &Roster, me: &str, input: &Value) -> ToolOutput {
+    let input: SendInput = match parse_input("send_message", input) {
+        Ok(input) => input,
+        Err(output) => return output,
+    };
+    let recipients = match recipients(roster, me, input.to.trim()) {
+        Ok(recipients) => recipients,
+        Err(error) => return ToolOutput::error(format!("Not sent: {error}")),
+    };
+    for recipient in &recipients {
+        if let Err(error) = super::lead::post(
+            bus,
+            Message::new(me, recipient, MessageKind::Message, input.content.clone()),
+        ) {
+            return ToolOutput::error(format!("Not sent to {recipient}: {error}"));
+        }
+    }
+    ToolOutput::ok(format!("Sent to {}.", recipients.join(", ")))
+}
+
+/// Who a message from `from` to `to` goes to: the lead, one live teammate,
+/// or (`all`) every live teammate but the sender. A name that is not on the
+/// team is refused, so no mailbox is made for an agent that will never
+/// read it.
+pub fn recipients(roster: &Roster, from: &str, to: &str) -> Result<Vec<String>, String> {
+    let members = roster.list();
+    if to == "all" {
+        let all: Vec<String> = members
+            .into_iter()
+            .filter(|member| member.is_alive() && member.name != from)
+            .map(|member| member.name)
+            .collect();
+        return if all.is_empty() {
+            Err("there are no other teammates".to_string())
+        } else {
+            Ok(all)
+        };
+    }
+    if to == from {
+        return Err(format!("`{to}` is yourself"));
+    }
+    if to == LEAD {
+        return Ok(vec![to.to_string()]);
+    }
+    match members.iter().find(|member| member.name == to) {
+        Some(member) if member.is_alive() => Ok(vec![to.to_string()]),
+        Some(member) => Err(format!("`{to}` is {}", member.status)),
+        None => Err(unknown_teammate(to, &members)),
+    }
+}

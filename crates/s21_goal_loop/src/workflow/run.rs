@@ -1,0 +1,130 @@
+//! One run's shared state: its journal, what it has spent, and how it
+//! reports its progress.
+//!
+//! Every primitive of a run updates the same [`Tally`], under one lock,
+//! and reports the whole state as one [`Progress`] after each change: an
+//! agent starting, an agent finishing (fresh or from the journal), a new
+//! phase. The front end draws the reports of one run as one live line on
+//! a terminal and as plain lines elsewhere; a burst of reports costs it
+//! only the newest (see [`shared::progress`]).
+//!
+//! The elapsed time comes from tokio's clock, so a test that pauses time
+//! sees the same figures on every run.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use shared::CancellationToken;
+use shared::notice::Notices;
+use shared::progress::Progress;
+use tokio::time::Instant;
+
+use super::agent::AgentRunner;
+use super::journal::Journal;
+use super::registry::WorkflowRegistry;
+
+/// What a run has done so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub phase: Option<String>,
+    /// Agents running now.
+    pub running: usize,
+    /// Agent calls that ran (called the model) in this attempt.
+    pub agents_run: usize,
+    /// Agent calls answered from the journal.
+    pub agents_cached: usize,
+    /// Agent calls that finished with a result, fresh or cached.
+    pub done: usize,
+    pub tokens: u64,
+    pub tool_calls: usize,
+}
+
+/// One run, shared by its context handles.
+pub struct Run {
+    pub id: String,
+    /// The workflow's name.
+    pub workflow: String,
+    pub journal: Journal,
+    pub agents: Arc<AgentRunner>,
+    /// For nested workflows.
+    pub registry: WorkflowRegistry,
+    pub notices: Notices,
+    pub cancel: CancellationToken,
+    started: Instant,
+    tally: Mutex<Tally>,
+}
+
+impl Run {
+    /// A run that starts now.
+    pub fn new(
+        id: String,
+        workflow: String,
+        journal: Journal,
+        agents: Arc<AgentRunner>,
+        registry: WorkflowRegistry,
+        notices: Notices,
+    ) -> Self {
+        Self {
+            id,
+            workflow,
+            journal,
+            agents,
+            registry,
+            notices,
+            cancel: CancellationToken::new(),
+            started: Instant::now(),
+            tally: Mutex::new(Tally::default()),
+        }
+    }
+
+    /// The same run, cancelled by `cancel`.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// Changes the tally and reports the new state.
+    pub fn update(&self, change: impl FnOnce(&mut Tally)) {
+        let report = {
+            let mut tally = self.tally();
+            change(&mut tally);
+            self.progress(&tally, false)
+        };
+        self.notices.progress(report);
+    }
+
+    /// The tally as it is now.
+    pub fn snapshot(&self) -> Tally {
+        self.tally().clone()
+    }
+
+    /// Time since the run started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Reports the last state of the run.
+    pub fn report_finished(&self) {
+        let report = self.progress(&self.tally(), true);
+        self.notices.progress(report);
+    }
+
+    // ANCHOR: progress
+    fn progress(&self, tally: &Tally, finished: bool) -> Progress {
+        Progress {
+            id: self.id.clone(),
+            title: self.workflow.clone(),
+            phase: tally.phase.clone(),
+            running: tally.running,
+            done: tally.done,
+            tokens: tally.tokens,
+            elapsed: self.elapsed(),
+            finished,
+        }
+    }
+    // ANCHOR_END: progress
+
+    fn tally(&self) -> MutexGuard<'_, Tally> {
+        self.tally.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

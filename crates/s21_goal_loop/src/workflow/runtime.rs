@@ -1,0 +1,451 @@
+//! The background runs: started by the `Workflow` tool, each a tokio task,
+//! ended by one notification.
+//!
+//! [`WorkflowRuntime::start`] does everything that can be refused before
+//! the call returns — the name, the metadata, the resume id, the run's
+//! files — then spawns the run and answers with its id. The run's task
+//! calls the workflow's function with a fresh [`WorkflowCtx`], writes the
+//! snapshot and the output file when it ends, and moves itself from the
+//! running runs to the queue of finished ones, under one lock, so a run is
+//! always in exactly one of the two places. The agent takes the queue in
+//! lesson 13's two places (see [`crate::hooks`]), and
+//! [`WorkflowRuntime::has_pending`] tells `-p` to wait while anything is
+//! running or not yet told.
+//!
+//! At the end of the session ([`WorkflowRuntime::stop_all`]) runs still
+//! going are cancelled; each writes its snapshot as `stopped`, and a
+//! notice says how to resume it. What their agents finished is in the
+//! journal already.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use serde_json::{Value, json};
+use shared::CancellationToken;
+use shared::notice::Notices;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use super::agent::{AgentRunner, DEFAULT_CONCURRENCY};
+use super::journal::Journal;
+use super::meta::{MAX_NAME_CHARS, WorkflowInputError, is_safe_name};
+use super::registry::WorkflowRegistry;
+use super::report::RunFinished;
+use super::run::Run;
+use super::store::{RunStatus, RunStore, Snapshot, new_run_id};
+use super::{TAG, WorkflowCtx, WorkflowError};
+
+/// How many characters of a failed run's error the snapshot keeps.
+const ERROR_CHARS: usize = 2_000;
+
+/// What a caller may choose about workflows.
+#[derive(Clone)]
+pub struct WorkflowOptions {
+    /// The workflows the `Workflow` tool can start.
+    pub registry: WorkflowRegistry,
+    /// Workflow agents running at once in the session; `main` reads an
+    /// override from `WORKFLOW_CONCURRENCY`.
+    pub concurrency: usize,
+}
+
+/// The variable that overrides [`WorkflowOptions::concurrency`].
+pub const ENV_CONCURRENCY: &str = "WORKFLOW_CONCURRENCY";
+
+impl WorkflowOptions {
+    /// The same options with the concurrency `lookup` finds for
+    /// [`ENV_CONCURRENCY`], if it is set (at least 1).
+    pub fn with_overrides(
+        mut self,
+        lookup: &impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, shared::settings::InvalidSetting> {
+        if let Some(concurrency) = shared::settings::number(lookup, ENV_CONCURRENCY, 1)? {
+            self.concurrency = concurrency;
+        }
+        Ok(self)
+    }
+}
+
+impl Default for WorkflowOptions {
+    fn default() -> Self {
+        Self {
+            registry: WorkflowRegistry::default(),
+            concurrency: DEFAULT_CONCURRENCY,
+        }
+    }
+}
+
+/// What the `Workflow` tool asks for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StartRequest {
+    pub name: String,
+    /// The workflow's arguments; on resume, the run's own by default.
+    pub args: Option<Value>,
+    pub resume_from_run_id: Option<String>,
+}
+
+/// A run that was started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    pub run_id: String,
+    /// Agent calls already in the journal (a resume).
+    pub journaled: usize,
+}
+
+/// The workflow runs of one session. Clones share them.
+#[derive(Clone)]
+pub struct WorkflowRuntime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    /// Woken when a run joins the finished queue.
+    finished_ready: Notify,
+    notices: Notices,
+    store: RunStore,
+    registry: WorkflowRegistry,
+    agents: Arc<AgentRunner>,
+}
+
+#[derive(Default)]
+struct State {
+    running: BTreeMap<String, Running>,
+    finished: VecDeque<RunFinished>,
+}
+
+struct Running {
+    workflow: String,
+    cancel: CancellationToken,
+    /// `None` for the moment between registering the run and spawning it.
+    handle: Option<JoinHandle<()>>,
+}
+
+impl WorkflowRuntime {
+    /// Runs of `registry`'s workflows, their files under `store`, their
+    /// agents started by `agents`, reporting to `notices`.
+    pub fn new(
+        registry: WorkflowRegistry,
+        store: RunStore,
+        agents: AgentRunner,
+        notices: Notices,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State::default()),
+                finished_ready: Notify::new(),
+                notices,
+                store,
+                registry,
+                agents: Arc::new(agents),
+            }),
+        }
+    }
+
+    /// The registered workflows.
+    pub fn registry(&self) -> &WorkflowRegistry {
+        &self.inner.registry
+    }
+
+    // ANCHOR: start
+    /// Checks `request` and starts its run in the background; returns the
+    /// run id at once. Must be called inside a tokio runtime. Refused, with
+    /// nothing started, when the name is not a safe slug or not registered,
+    /// the workflow's metadata is invalid, or the resume id is bad, unknown,
+    /// of another workflow or still running.
+    pub fn start(&self, request: StartRequest) -> Result<Started, WorkflowInputError> {
+        let inner = &self.inner;
+        if !is_safe_name(&request.name, MAX_NAME_CHARS) {
+            return Err(WorkflowInputError::BadName(request.name));
+        }
+        let registered = inner.registry.find(&request.name)?.clone();
+        let (run_id, args) = match &request.resume_from_run_id {
+            Some(run_id) => {
+                let snapshot = inner
+                    .store
+                    .load_for_resume(run_id)
+                    .map_err(WorkflowInputError::BadResume)?;
+                if snapshot.workflow != request.name {
+                    return Err(WorkflowInputError::BadResume(format!(
+                        "run {run_id} is a run of {}, not of {}",
+                        snapshot.workflow, request.name
+                    )));
+                }
+                (run_id.clone(), request.args.unwrap_or(snapshot.args))
+            }
+            None => (
+                new_run_id(&request.name),
+                request.args.unwrap_or_else(|| json!({})),
+            ),
+        };
+        let cancel = {
+            let mut state = inner.state();
+            if state.running.contains_key(&run_id) {
+                return Err(WorkflowInputError::BadResume(format!(
+                    "run {run_id} is still running; wait for its notification"
+                )));
+            }
+            let cancel = CancellationToken::new();
+            // Registered before the task exists, and under the same lock as
+            // the check: two resumes of one run cannot both start.
+            state.running.insert(
+                run_id.clone(),
+                Running {
+                    workflow: request.name.clone(),
+                    cancel: cancel.clone(),
+                    handle: None,
+                },
+            );
+            cancel
+        };
+        let opened = Journal::open(&inner.store.journal_path(&run_id), &inner.notices)
+            .map_err(|error| format!("cannot open the journal of {run_id}: {error}"))
+            .and_then(|journal| {
+                let run = Run::new(
+                    run_id.clone(),
+                    request.name.clone(),
+                    journal,
+                    Arc::clone(&inner.agents),
+                    inner.registry.clone(),
+                    inner.notices.clone(),
+                )
+                .with_cancel(cancel);
+                let snapshot = snapshot_of(&run, &args, RunStatus::Running, None, None);
+                inner
+                    .store
+                    .write_snapshot(&snapshot)
+                    .map_err(|error| format!("cannot write the snapshot of {run_id}: {error}"))?;
+                Ok(run)
+            });
+        let run = match opened {
+            Ok(run) => Arc::new(run),
+            Err(error) => {
+                inner.state().running.remove(&run_id);
+                return Err(WorkflowInputError::Storage(error));
+            }
+        };
+        let journaled = run.journal.len();
+        inner.notices.emit(
+            TAG,
+            match journaled {
+                0 => format!("{} started as {run_id}", request.name),
+                n => format!("{} resumed as {run_id}: {n} calls journaled", request.name),
+            },
+        );
+        run.update(|_| {});
+        let weak = Arc::downgrade(inner);
+        let workflow = registered.run;
+        let task_run = Arc::clone(&run);
+        let handle = tokio::spawn(async move {
+            let ctx = WorkflowCtx::new(Arc::clone(&task_run));
+            let outcome = tokio::select! {
+                outcome = workflow(ctx, args.clone()) => outcome,
+                () = task_run.cancel.cancelled() => Err(WorkflowError::Stopped),
+            };
+            finish(&weak, &task_run, &args, outcome);
+        });
+        let mut state = inner.state();
+        match state.running.get_mut(&run_id) {
+            Some(running) => running.handle = Some(handle),
+            // It already finished; the handle has nothing left to stop.
+            None => drop(handle),
+        }
+        Ok(Started { run_id, journaled })
+    }
+    // ANCHOR_END: start
+
+    /// Takes every finished run, oldest first. Each is handed out once.
+    pub fn take_finished(&self) -> Vec<RunFinished> {
+        self.inner.state().finished.drain(..).collect()
+    }
+
+    /// Waits until at least one run has finished, then takes them all.
+    /// Cancel-safe: runs are taken only in the poll that returns them.
+    pub async fn next_finished(&self) -> Vec<RunFinished> {
+        loop {
+            let ready = self.inner.finished_ready.notified();
+            tokio::pin!(ready);
+            ready.as_mut().enable();
+            let finished = self.take_finished();
+            if !finished.is_empty() {
+                return finished;
+            }
+            ready.await;
+        }
+    }
+
+    /// Whether a run is going, or ended and is not yet told to the model.
+    pub fn has_pending(&self) -> bool {
+        let state = self.inner.state();
+        !state.running.is_empty() || !state.finished.is_empty()
+    }
+
+    /// The ids and workflows of the runs going now.
+    pub fn running(&self) -> Vec<(String, String)> {
+        self.inner
+            .state()
+            .running
+            .iter()
+            .map(|(id, running)| (id.clone(), running.workflow.clone()))
+            .collect()
+    }
+
+    // ANCHOR: stop_all
+    /// Cancels every run still going and waits for each to write its
+    /// snapshot as `stopped`; a notice says how to resume it. Returns the
+    /// stopped run ids.
+    pub async fn stop_all(&self) -> Vec<String> {
+        let running = std::mem::take(&mut self.inner.state().running);
+        let mut stopped = Vec::with_capacity(running.len());
+        for (run_id, running) in running {
+            running.cancel.cancel();
+            if let Some(handle) = running.handle {
+                let _ = handle.await;
+            }
+            self.inner.notices.emit(
+                TAG,
+                format!(
+                    "{run_id} ({}) was still running at exit and was stopped; its finished \
+                     agents are journaled. Resume it with Workflow {{\"name\": \"{}\", \
+                     \"resume_from_run_id\": \"{run_id}\"}}",
+                    running.workflow, running.workflow
+                ),
+            );
+            stopped.push(run_id);
+        }
+        stopped
+    }
+    // ANCHOR_END: stop_all
+}
+
+// ANCHOR: finish
+/// Ends a run: the snapshot and, if it completed, the output file, then
+/// the run moves from running to finished and whoever waits is woken.
+fn finish(inner: &Weak<Inner>, run: &Run, args: &Value, outcome: Result<Value, WorkflowError>) {
+    let Some(inner) = inner.upgrade() else {
+        return;
+    };
+    let (status, summary, error) = match &outcome {
+        Ok(output) => (
+            RunStatus::Completed,
+            serde_json::to_string_pretty(output).unwrap_or_default(),
+            None,
+        ),
+        Err(WorkflowError::Stopped) => (
+            RunStatus::Stopped,
+            format!(
+                "stopped; resume with Workflow {{\"name\": \"{}\", \"resume_from_run_id\": \"{}\"}}",
+                run.workflow, run.id
+            ),
+            Some("stopped".to_string()),
+        ),
+        Err(error) => (
+            RunStatus::Failed,
+            error.to_string(),
+            Some(shared::text::truncate_chars(
+                &error.to_string(),
+                ERROR_CHARS,
+            )),
+        ),
+    };
+    let mut output_file = None;
+    let mut summary = summary;
+    if let Ok(output) = &outcome {
+        match inner.store.write_output(&run.id, output) {
+            Ok(()) => output_file = Some(RunStore::output_name(&run.id)),
+            Err(error) => summary = format!("the output could not be written: {error}\n{summary}"),
+        }
+    }
+    let snapshot = snapshot_of(run, args, status, output_file.clone(), error);
+    if let Err(error) = inner.store.write_snapshot(&snapshot) {
+        inner.notices.emit(
+            TAG,
+            format!("cannot write the snapshot of {}: {error}", run.id),
+        );
+    }
+    run.report_finished();
+    let tally = run.snapshot();
+    let finished = RunFinished {
+        run_id: run.id.clone(),
+        workflow: run.workflow.clone(),
+        status,
+        output_file,
+        agents_run: tally.agents_run,
+        agents_cached: tally.agents_cached,
+        tokens: tally.tokens,
+        tool_calls: tally.tool_calls,
+        elapsed: run.elapsed(),
+        summary,
+    };
+    {
+        let mut state = inner.state();
+        // A run stopped at exit was taken out of `running` already; nobody
+        // will read its notification.
+        if state.running.remove(&run.id).is_none() {
+            return;
+        }
+        let written = finished
+            .output_file
+            .as_ref()
+            .map(|file| format!("; output in {file}"))
+            .unwrap_or_default();
+        inner.notices.emit(
+            TAG,
+            format!(
+                "{} {}: {} agents run, {} cached, {} tokens{written}",
+                run.id,
+                status.word(),
+                tally.agents_run,
+                tally.agents_cached,
+                tally.tokens
+            ),
+        );
+        state.finished.push_back(finished);
+    }
+    inner.finished_ready.notify_one();
+}
+// ANCHOR_END: finish
+
+/// The snapshot of `run` as it stands.
+fn snapshot_of(
+    run: &Run,
+    args: &Value,
+    status: RunStatus,
+    output_file: Option<String>,
+    error: Option<String>,
+) -> Snapshot {
+    let tally = run.snapshot();
+    Snapshot {
+        run_id: run.id.clone(),
+        workflow: run.workflow.clone(),
+        args: args.clone(),
+        status,
+        phase: tally.phase,
+        agents_run: tally.agents_run,
+        agents_cached: tally.agents_cached,
+        tokens: tally.tokens,
+        tool_calls: tally.tool_calls,
+        elapsed_ms: u64::try_from(run.elapsed().as_millis()).unwrap_or(u64::MAX),
+        output_file,
+        error,
+    }
+}
+
+impl Inner {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for Inner {
+    /// The last handle is gone: stop whatever still runs, so no run
+    /// outlives the agent that started it.
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for running in state.running.values() {
+            running.cancel.cancel();
+            if let Some(handle) = &running.handle {
+                handle.abort();
+            }
+        }
+    }
+}

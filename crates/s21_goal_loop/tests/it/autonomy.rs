@@ -1,0 +1,282 @@
+//! Autonomous teammates (lesson 16): idle teammates scan the task board and
+//! claim what can start, each task is done exactly once and never before
+//! its dependencies, an empty board keeps them idle and quiet, and a task
+//! whose owner died is reclaimed when its lease runs out, with the lead
+//! told.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lesson::tasks::{Status, TASKS_DIR, Task, TaskBoard};
+use lesson::team::Autonomy;
+use serde_json::json;
+use shared::agent::Agent;
+use shared::hooks::Hooks;
+use shared::model::scripted::{AgentScript, Reply, ScriptedModel};
+use shared::notice::Notices;
+
+use crate::support;
+
+/// How long a test waits for the team (real time; not a speed assertion).
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn teammate(name: &str) -> String {
+    format!("You are teammate `{name}`")
+}
+
+/// The lead spawns `names`; each teammate answers its first assignment,
+/// then completes whatever it is given, up to `tasks` times.
+fn team(
+    dir: &Path,
+    names: &[&str],
+    tasks: usize,
+    autonomy: Autonomy,
+) -> Agent<lesson::LessonHooks> {
+    let spawn = names.iter().fold(Reply::text("Starting."), |reply, name| {
+        reply.and_tool(
+            "spawn_teammate",
+            json!({"name": name, "role": "worker", "prompt": "Work through the task board."}),
+        )
+    });
+    let agents = names.iter().map(|name| {
+        let mut replies = vec![Reply::text("Ready.")];
+        for _ in 0..tasks {
+            replies.push(Reply::tool("complete_task", json!({})));
+            replies.push(Reply::text("Done."));
+        }
+        AgentScript::new(teammate(name), replies)
+    });
+    let model = Arc::new(
+        ScriptedModel::new(vec![spawn, Reply::text("The team is on the board.")])
+            .with_agents(agents),
+    );
+    let options = lesson::Options {
+        autonomy,
+        ..support::options()
+    };
+    support::agent_with(dir, model, options)
+}
+
+fn board(dir: &Path) -> TaskBoard {
+    TaskBoard::new(dir.join(TASKS_DIR), Notices::new())
+}
+
+// ANCHOR: acceptance
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_teammates_complete_thirty_tasks_each_once_and_never_before_their_dependencies() {
+    let dir = tempfile::tempdir().unwrap();
+    // Three chains (task n waits for n-3), and every fifth task also waits
+    // for the one before it, across chains.
+    let tasks = board(dir.path());
+    for n in 1..=30 {
+        let mut blocked_by = Vec::new();
+        if n > 3 {
+            blocked_by.push((n - 3).to_string());
+        }
+        if n % 5 == 0 {
+            blocked_by.push((n - 1).to_string());
+        }
+        tasks.create(&format!("task {n}"), "", &blocked_by).unwrap();
+    }
+    let fast = Autonomy {
+        scan_first: Duration::from_millis(5),
+        scan_max: Duration::from_millis(40),
+        ..Autonomy::default()
+    };
+    let mut agent = team(dir.path(), &["t1", "t2", "t3"], 30, fast);
+    let mut history = Vec::new();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+
+    let done = tokio::time::timeout(DEADLINE, async {
+        loop {
+            let all = tasks.list();
+            if all.iter().all(|task| task.status == Status::Completed) {
+                return all;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the team finishes the board");
+    assert_eq!(done.len(), 30);
+
+    // The board's own reports, in the order they happened. A teammate
+    // reports a completion just after writing it, so the last report may
+    // still be on its way when the files already say "completed".
+    let mut reports: Vec<String> = Vec::new();
+    tokio::time::timeout(DEADLINE, async {
+        loop {
+            reports.extend(
+                agent
+                    .notices
+                    .take()
+                    .into_iter()
+                    .filter(|notice| notice.tag == "tasks")
+                    .map(|notice| notice.text),
+            );
+            let completions = reports
+                .iter()
+                .filter(|text| text.starts_with("completed "))
+                .count();
+            if completions >= 30 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("every completion is reported");
+    let position = |needle: &str| -> Vec<usize> {
+        reports
+            .iter()
+            .enumerate()
+            .filter(|(_, text)| text.contains(needle))
+            .map(|(index, _)| index)
+            .collect()
+    };
+    let by_id: BTreeMap<String, Task> = done.into_iter().map(|t| (t.id.clone(), t)).collect();
+    let mut owners = BTreeMap::new();
+    for (id, task) in &by_id {
+        let completed = position(&format!("completed {id}: "));
+        assert_eq!(completed.len(), 1, "task {id} completed once: {reports:#?}");
+        let claimed = position(&format!(" claimed {id}: "));
+        assert_eq!(claimed.len(), 1, "task {id} claimed once");
+        for dep in &task.blocked_by {
+            let dep_done = position(&format!("completed {dep}: "))[0];
+            assert!(
+                claimed[0] > dep_done,
+                "task {id} was claimed before its dependency {dep} was completed"
+            );
+        }
+        assert_eq!(task.lease_until, None, "a completed task holds no lease");
+        *owners.entry(task.owner.clone().unwrap()).or_insert(0) += 1;
+    }
+    assert!(owners.len() >= 2, "the work was shared: {owners:?}");
+}
+// ANCHOR_END: acceptance
+
+#[tokio::test(start_paused = true)]
+async fn an_empty_board_keeps_the_team_idle_and_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut agent = team(dir.path(), &["t1", "t2", "t3"], 0, Autonomy::default());
+    let mut history = Vec::new();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+    // Ten minutes of (paused, auto-advancing) time with nothing to do.
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    let scans = agent.hooks.team().shared().scans.get();
+    // With pauses doubling from 1 s to 30 s, about 24 scans a teammate.
+    assert!(scans > 3, "they looked: {scans}");
+    assert!(scans <= 3 * 30, "they did not spin: {scans} scans");
+    for member in agent.hooks.team().list() {
+        assert_eq!(member.status, lesson::team::Status::Idle, "{member:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_owner_died_is_reclaimed_when_its_lease_expires_and_the_lead_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = board(dir.path());
+    for subject in ["orphaned", "held", "by hand"] {
+        tasks.create(subject, "", &[]).unwrap();
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // 1: its owner died ten seconds after its lease ran out; 2: a live
+    // lease; 3: claimed by hand, which never expires.
+    tasks
+        .claim_leased("1", "ghost", now - 700, Duration::from_secs(600))
+        .unwrap();
+    tasks
+        .claim_leased("2", "alive", now, Duration::from_secs(600))
+        .unwrap();
+    tasks.claim("3", "agent").unwrap();
+
+    let fast = Autonomy {
+        scan_first: Duration::from_millis(5),
+        scan_max: Duration::from_millis(40),
+        ..Autonomy::default()
+    };
+    let mut agent = team(dir.path(), &["t1"], 1, fast);
+    let mut history = Vec::new();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+
+    let mut seen = Vec::new();
+    tokio::time::timeout(DEADLINE, async {
+        while !seen
+            .iter()
+            .any(|line: &String| line.contains("(result): Done."))
+        {
+            let events = agent.hooks.idle_work().await;
+            seen.extend(events.lines().map(str::to_string));
+        }
+    })
+    .await
+    .expect("the teammate reclaims and finishes task 1");
+    assert!(
+        seen.iter().any(|line| line
+            == "t1 → lead (message): Reclaimed task 1 (orphaned) from ghost, whose lease expired."),
+        "{seen:#?}"
+    );
+    let after = board(dir.path());
+    assert_eq!(after.get("1").unwrap().status, Status::Completed);
+    assert_eq!(after.get("1").unwrap().owner.as_deref(), Some("t1"));
+    let two = after.get("2").unwrap();
+    assert_eq!(
+        (two.status, two.owner.as_deref()),
+        (Status::InProgress, Some("alive"))
+    );
+    let three = after.get("3").unwrap();
+    assert_eq!(
+        (three.status, three.owner.as_deref()),
+        (Status::InProgress, Some("agent"))
+    );
+}
+
+#[test]
+fn a_lease_is_renewed_only_by_its_owner_and_a_reclaim_is_atomic() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = board(dir.path());
+    tasks.create("work", "", &[]).unwrap();
+    let lease = Duration::from_secs(60);
+    tasks.claim_leased("1", "a", 1_000, lease).unwrap();
+    // Not expired at 1,059: b cannot take it; a can renew it.
+    assert!(tasks.claim_leased("1", "b", 1_059, lease).is_err());
+    tasks.renew("1", "a", 1_059, lease).unwrap();
+    assert!(
+        tasks.claim_leased("1", "b", 1_100, lease).is_err(),
+        "renewed to 1,119"
+    );
+    // Expired at 1,200: b takes it over, and a can no longer renew.
+    let taken = tasks.claim_leased("1", "b", 1_200, lease).unwrap();
+    assert_eq!(taken.reclaimed_from.as_deref(), Some("a"));
+    assert!(tasks.renew("1", "a", 1_201, lease).is_err());
+    assert_eq!(tasks.get("1").unwrap().lease_until, Some(1_260));
+    // Racing claimers on an expired lease: exactly one wins.
+    let winners: Vec<bool> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|n| {
+                let tasks = tasks.clone();
+                scope.spawn(move || {
+                    tasks
+                        .claim_leased("1", &format!("c{n}"), 5_000, lease)
+                        .is_ok()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(winners.iter().filter(|won| **won).count(), 1);
+}

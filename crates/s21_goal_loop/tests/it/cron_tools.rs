@@ -1,0 +1,382 @@
+//! The cron scheduler in the agent (lesson 14): the three tools through the
+//! dispatch map, the durable file, the queue that delivers `[Scheduled] …`
+//! only when the agent is idle, and the ticker task.
+//!
+//! Time is injected everywhere: a `ManualClock` the tests move by hand,
+//! or, for the ticker task, a clock that follows tokio's paused time.
+
+use std::sync::Arc;
+
+use jiff::tz::{self, TimeZone};
+use jiff::{SignedDuration, Timestamp, ZonedDateTime};
+use lesson::cron::store::FILE_NAME;
+use lesson::cron::{Clock, CronJob, ManualClock};
+use serde_json::json;
+use shared::history::validate;
+use shared::hooks::Hooks;
+use shared::model::scripted::{Reply, ScriptedModel};
+use shared::protocol::Message;
+
+use crate::support;
+
+/// `text` (RFC 3339, e.g. `2026-12-01T10:02:30Z`) in a fixed UTC+1 zone.
+fn at(text: &str) -> ZonedDateTime {
+    text.parse::<Timestamp>()
+        .unwrap()
+        .to_zoned_datetime(TimeZone::fixed(tz::offset(1)))
+}
+
+/// The lesson's agent in `dir`, on `clock`, playing `replies`.
+fn agent_on(
+    dir: &std::path::Path,
+    clock: Arc<dyn Clock>,
+    replies: Vec<Reply>,
+) -> (
+    shared::agent::Agent<lesson::LessonHooks>,
+    Arc<ScriptedModel>,
+) {
+    let model = Arc::new(ScriptedModel::new(replies));
+    let options = lesson::Options {
+        clock,
+        ..support::options()
+    };
+    (support::agent_with(dir, model.clone(), options), model)
+}
+
+/// The tool results of a history, as (text, is_error).
+fn results(history: &[Message]) -> Vec<(String, bool)> {
+    history
+        .iter()
+        .flat_map(Message::tool_results)
+        .map(|result| (result.text(), result.is_error))
+        .collect()
+}
+
+/// Whether idle work is ready right now (polled once, not awaited).
+async fn ready_now(agent: &mut shared::agent::Agent<lesson::LessonHooks>) -> Option<String> {
+    tokio::select! {
+        biased;
+        work = agent.hooks.idle_work() => Some(work),
+        () = std::future::ready(()) => None,
+    }
+}
+
+#[tokio::test]
+async fn jobs_are_scheduled_listed_and_cancelled_through_the_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(at("2026-12-01T10:02:30Z")));
+    let (mut agent, _) = agent_on(
+        dir.path(),
+        clock,
+        vec![
+            Reply::tool(
+                "schedule_cron",
+                json!({"cron": "*/5 * * * *", "prompt": "check the build"}),
+            )
+            .and_tool(
+                "schedule_cron",
+                json!({"cron": "0 9 * * 1-5", "prompt": "summarise new issues", "recurring": false, "durable": true}),
+            )
+            .and_tool("list_crons", json!({}))
+            .and_tool("cancel_cron", json!({"job_id": "cron_0001"}))
+            .and_tool("list_crons", json!({})),
+            Reply::text("done"),
+        ],
+    );
+    let mut history = Vec::new();
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
+    outcome.unwrap();
+    let results = results(&history);
+    assert!(results.iter().all(|(_, error)| !error), "{results:?}");
+    // 10:02:30Z is 11:02:30 in UTC+1: the next five-minute mark is 11:05,
+    // and 2026-12-02 is a Wednesday.
+    assert_eq!(
+        results[0].0,
+        "Scheduled cron_0001 '*/5 * * * *' (recurring, session), next \
+         2026-12-01T11:05:00+01:00: check the build"
+    );
+    assert_eq!(
+        results[1].0,
+        "Scheduled cron_0002 '0 9 * * 1-5' (one-shot, durable), next \
+         2026-12-02T09:00:00+01:00: summarise new issues"
+    );
+    assert_eq!(
+        results[2].0,
+        format!(
+            "{}\n{}",
+            &results[0].0["Scheduled ".len()..],
+            &results[1].0["Scheduled ".len()..]
+        )
+    );
+    assert!(
+        results[3].0.starts_with("Cancelled cron_0001"),
+        "{}",
+        results[3].0
+    );
+    assert_eq!(results[4].0, &results[1].0["Scheduled ".len()..]);
+    assert_eq!(
+        recorder.notices_tagged("cron"),
+        [
+            "scheduled cron_0001: */5 * * * *",
+            "scheduled cron_0002: 0 9 * * 1-5",
+            "cancelled cron_0001"
+        ]
+    );
+    // Only the durable job is on disk.
+    let saved: Vec<CronJob> =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap())
+            .unwrap();
+    assert_eq!(saved.len(), 1);
+    assert_eq!(saved[0].id, "cron_0002");
+    assert!(saved[0].durable && !saved[0].recurring);
+}
+
+#[tokio::test]
+async fn a_bad_expression_or_an_unknown_job_is_an_error_the_model_can_act_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(at("2026-12-01T10:02:30Z")));
+    let (mut agent, _) = agent_on(
+        dir.path(),
+        clock,
+        vec![
+            Reply::tool(
+                "schedule_cron",
+                json!({"cron": "61 * * * *", "prompt": "x"}),
+            )
+            .and_tool("schedule_cron", json!({"cron": "* * * *", "prompt": "x"}))
+            .and_tool(
+                "schedule_cron",
+                json!({"cron": "* * * * *", "prompt": "  "}),
+            )
+            .and_tool("schedule_cron", json!({"cron": "* * * * *"}))
+            .and_tool("cancel_cron", json!({"job_id": "cron_0042"}))
+            .and_tool("list_crons", json!({})),
+            Reply::text("done"),
+        ],
+    );
+    let mut history = Vec::new();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+    let results = results(&history);
+    for (text, error) in &results[..5] {
+        assert!(error, "{text}");
+    }
+    assert!(
+        results[0]
+            .0
+            .starts_with("Invalid cron expression \"61 * * * *\": minute: 61"),
+        "{}",
+        results[0].0
+    );
+    assert!(
+        results[1].0.contains("expected 5 fields"),
+        "{}",
+        results[1].0
+    );
+    assert!(results[2].0.contains("prompt is empty"), "{}", results[2].0);
+    assert!(
+        results[3].0.contains("Invalid input for schedule_cron"),
+        "{}",
+        results[3].0
+    );
+    assert_eq!(results[4].0, "No cron job cron_0042; no jobs are scheduled");
+    assert_eq!(
+        results[5],
+        ("No cron jobs are scheduled.".to_string(), false)
+    );
+    assert!(
+        !dir.path().join(FILE_NAME).exists(),
+        "nothing durable was made"
+    );
+}
+
+#[tokio::test]
+async fn a_job_that_comes_due_is_delivered_when_idle_as_a_scheduled_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(at("2026-12-01T10:02:30Z")));
+    let (mut agent, model) = agent_on(
+        dir.path(),
+        clock.clone(),
+        vec![
+            Reply::tool(
+                "schedule_cron",
+                json!({"cron": "*/5 * * * *", "prompt": "check the build"}),
+            ),
+            Reply::text("scheduled"),
+            Reply::text("the build is fine"),
+        ],
+    );
+    let mut history = Vec::new();
+    support::turn(
+        &mut agent,
+        &mut history,
+        "every five minutes, check the build",
+    )
+    .await
+    .0
+    .unwrap();
+
+    // Not due yet: ticking at 11:04 queues nothing.
+    clock.set(at("2026-12-01T10:04:59Z"));
+    assert_eq!(agent.hooks.cron().tick(), 0);
+    assert_eq!(ready_now(&mut agent).await, None);
+
+    // 11:05: due. The queue holds it until the agent is idle.
+    clock.set(at("2026-12-01T10:05:00Z"));
+    assert_eq!(agent.hooks.cron().tick(), 1);
+    assert_eq!(agent.hooks.cron().tick(), 0, "once per minute mark");
+    let work = ready_now(&mut agent).await.expect("due work is ready");
+    assert_eq!(work, "[Scheduled] check the build");
+    assert_eq!(ready_now(&mut agent).await, None, "delivered once");
+
+    // The front end sends it as the next user message.
+    let (outcome, _) = support::turn(&mut agent, &mut history, &work).await;
+    assert_eq!(outcome.unwrap().final_text, "the build is fine");
+    validate(&history).unwrap();
+    let last = model.requests().pop().unwrap();
+    let messages = last["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.last().unwrap()["content"][0]["text"],
+        "[Scheduled] check the build"
+    );
+    // A recurring job stays.
+    assert_eq!(agent.hooks.cron().list().len(), 1);
+}
+
+#[tokio::test]
+async fn durable_jobs_survive_a_restart_and_bad_entries_are_reported_and_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(FILE_NAME),
+        r#"[
+  {"id": "cron_0003", "cron": "0 9 * * *", "prompt": "standup notes", "recurring": true, "durable": true},
+  {"id": "cron_0001", "cron": "99 * * * *", "prompt": "bad minute", "recurring": true, "durable": true},
+  {"id": "cron_0002", "prompt": "no expression", "recurring": true, "durable": true}
+]"#,
+    )
+    .unwrap();
+    // 08:29:30 local.
+    let clock = Arc::new(ManualClock::new(at("2026-12-01T07:29:30Z")));
+    let (mut agent, _) = agent_on(
+        dir.path(),
+        clock.clone(),
+        vec![
+            Reply::tool(
+                "schedule_cron",
+                json!({"cron": "30 8 * * *", "prompt": "once", "recurring": false, "durable": true}),
+            ),
+            Reply::text("ok"),
+        ],
+    );
+    let mut history = Vec::new();
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
+    outcome.unwrap();
+    let notices = recorder.notices_tagged("cron");
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("skipped:") && n.contains("cron_0001")),
+        "{notices:?}"
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("skipped:") && n.contains("cron_0002")),
+        "{notices:?}"
+    );
+    assert!(notices.contains(&"loaded 1 durable job from .scheduled_tasks.json".to_string()));
+    // The file as it was is kept, since the next save drops what did not load.
+    let backup = std::fs::read_to_string(dir.path().join(".scheduled_tasks.json.bak")).unwrap();
+    assert!(backup.contains("bad minute") && backup.contains("no expression"));
+    // Ids continue after the loaded ones.
+    let scheduled = &results(&history)[0].0;
+    assert!(
+        scheduled.starts_with(
+            "Scheduled cron_0004 '30 8 * * *' (one-shot, durable), next 2026-12-01T08:30:00+01:00"
+        ),
+        "{scheduled}"
+    );
+    let on_disk = |dir: &std::path::Path| -> Vec<String> {
+        let jobs: Vec<CronJob> =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(FILE_NAME)).unwrap()).unwrap();
+        jobs.into_iter().map(|job| job.id).collect()
+    };
+    assert_eq!(on_disk(dir.path()), ["cron_0003", "cron_0004"]);
+
+    // The one-shot fires at 08:30 local, and leaves the schedule and the
+    // file, so the next session does not fire it again.
+    clock.set(at("2026-12-01T07:30:00Z"));
+    assert_eq!(agent.hooks.cron().tick(), 1);
+    assert_eq!(agent.hooks.cron().queued()[0].prompt, "once");
+    assert_eq!(on_disk(dir.path()), ["cron_0003"]);
+
+    // A new session in the same workspace finds the durable job, with its
+    // next fire time at 09:00 local.
+    drop(agent);
+    let (again, _) = agent_on(dir.path(), clock.clone(), vec![]);
+    let listed = again.hooks.cron().list();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].job.id, "cron_0003");
+    assert_eq!(listed[0].next, Some(at("2026-12-01T08:00:00Z")));
+}
+
+/// A clock that follows tokio's (paused) time from a fixed start.
+struct TokioClock {
+    start: ZonedDateTime,
+    origin: tokio::time::Instant,
+}
+
+impl Clock for TokioClock {
+    fn now(&self) -> ZonedDateTime {
+        let elapsed = SignedDuration::try_from(self.origin.elapsed()).unwrap();
+        self.start.checked_add(elapsed).unwrap()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_ticker_fires_at_each_minute_mark_while_the_agent_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(TokioClock {
+        start: at("2026-12-01T10:02:30Z"),
+        origin: tokio::time::Instant::now(),
+    });
+    let (mut agent, _) = agent_on(
+        dir.path(),
+        clock,
+        vec![
+            Reply::tool(
+                "schedule_cron",
+                json!({"cron": "* * * * *", "prompt": "tick", "recurring": false}),
+            )
+            .and_tool(
+                "schedule_cron",
+                json!({"cron": "*/2 * * * *", "prompt": "every other minute"}),
+            ),
+            Reply::text("ok"),
+        ],
+    );
+    let mut history = Vec::new();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+
+    // Paused time jumps to each timer: 11:03 fires the one-shot, 11:04 the
+    // two-minute job, 11:06 it again; the one-shot never returns.
+    let start = tokio::time::Instant::now();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let work = agent.hooks.idle_work().await;
+        seen.push((work, start.elapsed().as_secs()));
+    }
+    assert_eq!(
+        seen,
+        [
+            ("[Scheduled] tick".to_string(), 30),
+            ("[Scheduled] every other minute".to_string(), 90),
+            ("[Scheduled] every other minute".to_string(), 210),
+        ]
+    );
+}
