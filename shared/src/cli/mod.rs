@@ -170,10 +170,10 @@ fn slash_command<H: Hooks>(agent: &mut Agent<H>, line: &str) -> Option<String> {
     }
 }
 
-/// `-p` mode: one turn, then exit with its status. Work the turn started in
-/// the background that the harness says is still coming
-/// ([`Hooks::has_pending_work`]: lesson 20's workflow runs) is part of the
-/// request: it is waited for and handed to the model as the REPL would, and
+/// `-p` mode: one turn (or a slash command's answer), then exit with its
+/// status. Work the turn or the command started that the harness says is
+/// still coming ([`Hooks::has_pending_work`]: lesson 20's workflow runs,
+/// lesson 21's goal) is part of the request: it is waited for and handed to the model as the REPL would, and
 /// Ctrl-C stops the wait. While it waits, the work's progress is shown
 /// (live lines on a terminal). The last line on standard error sums up the
 /// input tokens the provider reported.
@@ -183,18 +183,25 @@ async fn one_shot<H: Hooks>(
     printer: &mut TerminalPrinter,
     prompt: &str,
 ) -> ExitCode {
-    if let Some(answer) = slash_command(agent, prompt) {
-        printer.answer(&answer);
-        return ExitCode::SUCCESS;
-    }
     let mut usage = Usage::default();
-    let mut next = prompt.to_string();
+    // A slash command is answered by the harness, not the model; work it
+    // queued (lesson 21's `/goal` queues the first prompt toward its goal)
+    // is taken below like any other pending work.
+    let mut next = match slash_command(agent, prompt) {
+        Some(answer) => {
+            printer.answer(&answer);
+            None
+        }
+        None => Some(prompt.to_string()),
+    };
     loop {
-        match run_turn_printing(agent, history, printer, &next, None).await {
-            Ok(outcome) => usage.add(&outcome.usage),
-            Err(error) => {
-                printer.say(&format!("error: {error}"));
-                return ExitCode::FAILURE;
+        if let Some(prompt) = next.take() {
+            match run_turn_printing(agent, history, printer, &prompt, None).await {
+                Ok(outcome) => usage.add(&outcome.usage),
+                Err(error) => {
+                    printer.say(&format!("error: {error}"));
+                    return ExitCode::FAILURE;
+                }
             }
         }
         if !agent.hooks.has_pending_work() {
@@ -202,7 +209,7 @@ async fn one_shot<H: Hooks>(
         }
         let interrupted = tokio::select! {
             work = agent.idle_work(printer) => {
-                next = work;
+                next = Some(work);
                 false
             }
             _ = tokio::signal::ctrl_c() => true,

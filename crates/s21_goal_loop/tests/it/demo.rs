@@ -101,3 +101,22 @@ async fn the_demo_answers_a_single_prompt_and_exits_0() {
     );
     assert!(stdout.contains("tests passed"), "{stdout}");
 }
+
+#[tokio::test]
+async fn p_with_a_goal_works_until_the_goal_is_met_then_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = support::run_binary(dir.path(), &["-p", "/goal tests passed"], &[], "").await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    // The command is answered by the harness, then the kickoff and the
+    // continuations run as turns: the model's claim does not close the goal,
+    // the background suite's notification does.
+    assert!(stdout.starts_with("Goal set: tests passed"), "{stdout}");
+    assert!(stderr.contains("[goal] not met (check 1)"), "{stderr}");
+    assert!(
+        stderr.contains("\"tests passed\" found in trusted evidence from background task bg_0001"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("bg_0001 has finished"), "{stdout}");
+}
