@@ -73,12 +73,10 @@ pub fn carried(root: &Path, lesson_dir: &str, inherited: &Inherited) -> Result<C
         for reference in references(&root.join(&dir), depth)? {
             match place(root, &reference) {
                 Some(Place::Crate(crate_dir)) => found.push(crate_dir),
-                Some(Place::Resource(resource)) => {
-                    if !resources.contains(&resource) {
-                        resources.push(resource);
-                    }
+                Some(Place::Resource(resource)) if !resources.contains(&resource) => {
+                    resources.push(resource);
                 }
-                None => {}
+                Some(Place::Resource(_)) | None => {}
             }
         }
         // Reversed, so the stack hands them out in the order found.

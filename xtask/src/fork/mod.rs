@@ -87,13 +87,20 @@ pub fn fork(root: &Path, lesson: &Lesson, dest: &Path, name: Option<&str>) -> Re
     // out at its own depth below the root.
     let mut members = Vec::new();
     for member in &carried.members {
-        let (dir, edit): (String, Box<dyn Fn(&str) -> String>) = if member.dir == lesson_dir {
-            let rename = |text: &str| text.replace(&lesson.name, &name);
-            (format!("{LESSON_PARENT}/{name}"), Box::new(rename))
+        let is_lesson = member.dir == lesson_dir;
+        let dir = if is_lesson {
+            format!("{LESSON_PARENT}/{name}")
         } else {
-            (member.dir.clone(), Box::new(str::to_string))
+            member.dir.clone()
         };
-        copy_tree(&root.join(&member.dir), &dest.join(&dir), &*edit)?;
+        let rename = |text: &str| {
+            if is_lesson {
+                text.replace(&lesson.name, &name)
+            } else {
+                text.to_string()
+            }
+        };
+        copy_tree(&root.join(&member.dir), &dest.join(&dir), &rename)?;
         let manifest = dest.join(&dir).join("Cargo.toml");
         let depth = dir.split('/').count();
         let text = inherit::write_out(&read(&manifest)?, &inherited, depth)

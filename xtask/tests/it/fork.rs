@@ -4,16 +4,19 @@
 //! a new name reaches every place that names the crate; unknown lessons,
 //! bad names and occupied or in-repository destinations are refused.
 //!
-//! The three forks build under `target/fork-tests`, in a target directory
-//! of their own that they share. Not the workspace's `target/`: this test
-//! runs inside a `cargo test` that holds that directory's build lock while
-//! it compiles (cargo 1.95 lets go of it before it runs the tests, but
-//! nothing promises that), and the forks' dependencies are resolved with
-//! other features than the workspace's, so little could be shared anyway.
-//! Each fork is written to a temporary directory, as a user would, then
-//! synced into `target/fork-tests/NAME` file by file, rewriting only what
-//! changed: cargo decides what to rebuild by modification times, so a
-//! second run compiles nothing.
+//! The three forks build in one target directory of their own, which they
+//! share, under `target/tmp/fork-tests` (Cargo's scratch directory for
+//! integration tests, in whichever target directory this test was built
+//! in). Not the workspace's `target/` itself: this test runs inside a
+//! `cargo test` that holds that directory's build lock while it compiles
+//! (cargo 1.95 lets go of it before it runs the tests, but nothing promises
+//! that), a fork's binary would overwrite the lesson's own there, and the
+//! forks' dependencies are resolved with other features than the
+//! workspace's, so little could be shared anyway. Each fork is written to a
+//! temporary directory, as a user would, then synced into
+//! `fork-tests/NAME` file by file, rewriting only what changed: cargo
+//! decides what to rebuild by modification times, so a second run compiles
+//! nothing.
 //!
 //! What the heavy test costs is almost all dependency builds, and a
 //! dependency is built again for every different set of features it is
@@ -317,9 +320,15 @@ fn unknown_lessons_bad_names_and_occupied_or_inner_destinations_are_refused() {
     assert!(dest.join("crates/s01_agent_loop/Cargo.toml").is_file());
 }
 
+/// Where the heavy test keeps its forks and their build (see the module
+/// header).
+fn fork_tests() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("fork-tests")
+}
+
 /// Where the three forks of the heavy test build, together.
 fn fork_target() -> PathBuf {
-    root().join("target/fork-tests/target")
+    fork_tests().join("target")
 }
 
 /// `cargo ARGS` in `dir`, offline and `--locked`, building into the forks'
@@ -411,7 +420,7 @@ fn the_first_a_middle_and_the_newest_lesson_build_test_and_run_on_their_own() {
             || lessons::find(&all, lesson).unwrap().name.clone(),
             str::to_string,
         );
-        let fork = root().join("target/fork-tests").join(&crate_name);
+        let fork = fork_tests().join(&crate_name);
         sync(&fresh, &fork);
         let lock_before = std::fs::read_to_string(fork.join("Cargo.lock")).unwrap();
 
