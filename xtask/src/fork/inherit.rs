@@ -232,6 +232,95 @@ fn merge(name: &str, declared: &Item, member: &Item, depth: usize) -> Result<Val
 }
 // ANCHOR_END: merge
 
+/// The dependency tables of a manifest, read-only: the three top-level ones
+/// and those under `[target.'cfg(...)']`.
+fn dependency_tables(doc: &DocumentMut) -> Vec<&Table> {
+    let mut tables = Vec::new();
+    for (key, item) in doc.as_table().iter() {
+        if DEPENDENCY_TABLES.contains(&key)
+            && let Some(table) = item.as_table()
+        {
+            tables.push(table);
+        }
+    }
+    let platforms = doc
+        .get("target")
+        .and_then(Item::as_table)
+        .into_iter()
+        .flat_map(|targets| targets.iter())
+        .filter_map(|(_, platform)| platform.as_table());
+    for platform in platforms {
+        for (key, item) in platform.iter() {
+            if DEPENDENCY_TABLES.contains(&key)
+                && let Some(table) = item.as_table()
+            {
+                tables.push(table);
+            }
+        }
+    }
+    tables
+}
+
+/// The crates a member depends on by path, as directories relative to the
+/// workspace root: its own `path = "..."` entries, taken from `member_dir`
+/// (the member's directory relative to the root), and the inherited ones
+/// whose `[workspace.dependencies]` entry has a `path`, already relative to
+/// the root. A path that climbs out of the workspace is an error: a fork
+/// could not carry it.
+pub fn path_dependencies(
+    member_manifest: &str,
+    from: &Inherited,
+    member_dir: &str,
+) -> Result<Vec<String>> {
+    let doc: DocumentMut = member_manifest
+        .parse()
+        .context("parsing a member's Cargo.toml")?;
+    let mut out = Vec::new();
+    for table in dependency_tables(&doc) {
+        for (name, item) in table.iter() {
+            let path = if inherits(item) {
+                from.dependencies
+                    .get(name)
+                    .and_then(Item::as_table_like)
+                    .and_then(|spec| spec.get("path"))
+                    .and_then(Item::as_str)
+                    .map(str::to_string)
+            } else {
+                item.as_table_like()
+                    .and_then(|spec| spec.get("path"))
+                    .and_then(Item::as_str)
+                    .map(|path| format!("{member_dir}/{path}"))
+            };
+            let Some(path) = path else {
+                continue;
+            };
+            let Some(normal) = normalise(&path) else {
+                bail!("dependency {name} of {member_dir} lies outside the workspace ({path})");
+            };
+            if !out.contains(&normal) {
+                out.push(normal);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A relative `/`-separated path with `.` and `..` resolved; `None` if it
+/// climbs above its starting point.
+pub fn normalise(path: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
+}
+
 /// The `path` of every dependency in a manifest, wherever it is declared,
 /// for the check that a fork refers to nothing outside itself.
 pub fn dependency_paths(manifest: &str) -> Result<Vec<String>> {
@@ -343,6 +432,25 @@ name = "harness"
         let mut paths = dependency_paths(&out).unwrap();
         paths.sort();
         assert_eq!(paths, ["../../shared", "../../shared"]);
+    }
+
+    #[test]
+    fn path_dependencies_are_found_own_and_inherited_relative_to_the_root() {
+        let inherited = Inherited::parse(ROOT).unwrap();
+        let member = "[dependencies]\nshared.workspace = true\nanyhow.workspace = true\n\
+                      [dev-dependencies]\nhelper = { path = \"../../examples/helper\" }\n\
+                      [target.'cfg(unix)'.dependencies]\nshared = { workspace = true }\n";
+        assert_eq!(
+            path_dependencies(member, &inherited, "crates/s08_x").unwrap(),
+            ["shared", "examples/helper"]
+        );
+        let escaping = "[dependencies]\nfar = { path = \"../../../far\" }\n";
+        let error = path_dependencies(escaping, &inherited, "crates/s08_x")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("far"), "{error}");
+        assert_eq!(normalise("a/./b/../c").as_deref(), Some("a/c"));
+        assert_eq!(normalise("a/../.."), None);
     }
 
     #[test]

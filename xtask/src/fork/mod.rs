@@ -2,26 +2,32 @@
 //! own, which builds and tests with nothing from this repository.
 //!
 //! A lesson crate cannot simply be copied out: its `Cargo.toml` inherits
-//! from the workspace root, and it stands on `shared`. The fork is a small
+//! from the workspace root, and it stands on `shared` (and, from lesson 18
+//! on, on the course's MCP server in `examples/`). The fork is a small
 //! workspace laid out like the course, so every path the lesson computes
 //! from its manifest (`../../skills`) still lands on what it means:
 //!
 //! ```text
 //! my-agent/
-//!   Cargo.toml      [workspace]: members shared and the lesson; the course's profiles
-//!   Cargo.lock      the course's lock, trimmed to these two members
+//!   Cargo.toml      [workspace]: the fork's crates as members; the course's profiles
+//!   Cargo.lock      the course's lock, trimmed to these members
 //!   README.md       where the stage came from, how to run and test it
 //!   crates/NAME/    the lesson: sources, tests and snapshots, demo.json
 //!   shared/         the course's shared crate, unchanged but for its manifest
-//!   skills/         …and any top-level folder the lesson reads at run time
+//!   examples/…      the course's crates the lesson depends on (lesson 18 on)
+//!   skills/         …and any folder or file the lesson reads at run time
 //! ```
 //!
-//! Both manifests are rewritten with everything they inherited written out
+//! What comes along is found by following the lesson's path dependencies
+//! and the `../../` paths in its files ([`carried`]). Every crate's
+//! manifest is rewritten with everything it inherited written out
 //! ([`inherit`]); the lock keeps the course's versions, so the fork builds
 //! offline from the registry cache with `--locked` ([`lockfile`]). With a
 //! new name, the crate name is replaced in every file of the lesson, as
-//! `cargo xtask diff` replaces it when it compares two lessons.
+//! `cargo xtask diff` replaces it when it compares two lessons. Installed
+//! npm packages never come along: the README says how to install them.
 
+pub mod carried;
 pub mod inherit;
 pub mod lockfile;
 
@@ -30,7 +36,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::lessons::{self, Lesson};
+use crate::lessons::Lesson;
 use crate::manifest::Manifest;
 use crate::rust_items;
 
@@ -44,8 +50,14 @@ pub struct Forked {
     pub dir: PathBuf,
     /// The crate's name in the fork.
     pub name: String,
-    /// The top-level folders copied because the lesson reads them.
+    /// The fork's crates, as directories below its root: the lesson
+    /// first, then the course's crates it stands on.
+    pub members: Vec<String>,
+    /// The folders and files copied because the lesson reads them.
     pub resources: Vec<String>,
+    /// The folders with an npm `package.json` whose packages the lesson's
+    /// tests use once installed.
+    pub npm: Vec<String>,
 }
 
 // ANCHOR: fork
@@ -55,31 +67,50 @@ pub fn fork(root: &Path, lesson: &Lesson, dest: &Path, name: Option<&str>) -> Re
     let name = name.unwrap_or(&lesson.name).to_string();
     check_name(&name)?;
     check_destination(root, dest)?;
-    if let Some(reason) = unsupported(root, lesson)? {
-        bail!("{lesson} cannot be forked yet: {reason}");
+
+    let lesson_dir = format!("{LESSON_PARENT}/{}", lesson.name);
+    let inherited = inherit::Inherited::parse(&read(&root.join("Cargo.toml"))?)?;
+    let carried = carried::carried(root, &lesson_dir, &inherited)?;
+    if let Some(clash) = carried
+        .members
+        .iter()
+        .find(|m| m.package == name && m.dir != lesson_dir)
+    {
+        bail!(
+            "the fork already has a crate called {name} ({}); pick another name",
+            clash.dir
+        );
     }
 
-    let member = format!("{LESSON_PARENT}/{name}");
-    let inherited = inherit::Inherited::parse(&read(&root.join("Cargo.toml"))?)?;
-
-    // The lesson, renamed throughout, and `shared` as it is.
-    let rename = |text: &str| text.replace(&lesson.name, &name);
-    copy_tree(&lesson.dir, &dest.join(&member), &rename)?;
-    copy_tree(&root.join("shared"), &dest.join("shared"), &|text| {
-        text.to_string()
-    })?;
-    for (dir, depth) in [(member.as_str(), 2), ("shared", 1)] {
-        let manifest = dest.join(dir).join("Cargo.toml");
+    // The lesson, renamed throughout, then the crates it stands on (`shared`,
+    // the course's MCP server) as they are, each with its manifest written
+    // out at its own depth below the root.
+    let mut members = Vec::new();
+    for member in &carried.members {
+        let is_lesson = member.dir == lesson_dir;
+        let dir = if is_lesson {
+            format!("{LESSON_PARENT}/{name}")
+        } else {
+            member.dir.clone()
+        };
+        let rename = |text: &str| {
+            if is_lesson {
+                text.replace(&lesson.name, &name)
+            } else {
+                text.to_string()
+            }
+        };
+        copy_tree(&root.join(&member.dir), &dest.join(&dir), &rename)?;
+        let manifest = dest.join(&dir).join("Cargo.toml");
+        let depth = dir.split('/').count();
         let text = inherit::write_out(&read(&manifest)?, &inherited, depth)
             .with_context(|| format!("writing out {dir}/Cargo.toml"))?;
         write(&manifest, &text)?;
+        members.push(dir);
     }
 
-    let resources = resources(root, lesson)?;
-    for resource in &resources {
-        copy_tree(&root.join(resource), &dest.join(resource), &|text| {
-            text.to_string()
-        })?;
+    for resource in &carried.resources {
+        copy_tree(&root.join(resource), &dest.join(resource), &str::to_string)?;
     }
     // Clippy reads its settings from the nearest clippy.toml above a crate.
     if root.join("clippy.toml").is_file() {
@@ -88,25 +119,29 @@ pub fn fork(root: &Path, lesson: &Lesson, dest: &Path, name: Option<&str>) -> Re
 
     write(
         &dest.join("Cargo.toml"),
-        &root_manifest(&read(&root.join("Cargo.toml"))?, &member)?,
+        &root_manifest(&read(&root.join("Cargo.toml"))?, &members)?,
     )?;
+    let packages: Vec<&str> = carried.members.iter().map(|m| m.package.as_str()).collect();
     let lock = lockfile::trim(
         &read(&root.join("Cargo.lock"))?,
-        &[&lesson.name, "shared"],
+        &packages,
         &[(&lesson.name, &name)],
     )?;
     write(&dest.join("Cargo.lock"), &lock)?;
     settle_lock(dest)?;
     write(&dest.join(".gitignore"), GITIGNORE)?;
+    let npm = npm_dirs(dest)?;
     write(
         &dest.join("README.md"),
-        &readme(root, lesson, &name, &resources)?,
+        &readme(root, lesson, &name, &carried, &npm)?,
     )?;
 
     Ok(Forked {
         dir: dest.to_path_buf(),
         name,
-        resources,
+        members,
+        resources: carried.resources,
+        npm,
     })
 }
 // ANCHOR_END: fork
@@ -117,14 +152,30 @@ pub fn fork(root: &Path, lesson: &Lesson, dest: &Path, name: Option<&str>) -> Re
 /// drop those edges on the first build and `--locked` would refuse. Resolving
 /// against a lock that pins every package changes no version: it only drops
 /// what the fork does not use.
+///
+/// The metadata asked for is this machine's platform only: for every
+/// platform, Cargo would want the manifests of crates no build here ever
+/// downloaded (`android_system_properties`, which `iana-time-zone` needs on
+/// Android), and offline it cannot get them. The lock it writes is the
+/// whole resolution either way.
 fn settle_lock(dest: &Path) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
+    let version = Command::new(&cargo)
+        .arg("-vV")
+        .output()
+        .context("running cargo -vV")?;
+    let version = String::from_utf8_lossy(&version.stdout);
+    let Some(host) = version.lines().find_map(|line| line.strip_prefix("host: ")) else {
+        bail!("cargo -vV names no host platform:\n{version}");
+    };
+    let output = Command::new(&cargo)
         .args([
             "metadata",
             "--offline",
             "--format-version",
             "1",
+            "--filter-platform",
+            host.trim(),
             "--manifest-path",
         ])
         .arg(dest.join("Cargo.toml"))
@@ -198,67 +249,47 @@ fn check_destination(root: &Path, dest: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Why `lesson` cannot be forked, if it cannot. Lessons 18 and later
-/// reach into `examples/` (the course's MCP server, as a dev-dependency, and
-/// the example settings file), whose crates inherit from the course's
-/// workspace; a fork would have to write those manifests out as well, which
-/// this command does not do yet.
-pub fn unsupported(root: &Path, lesson: &Lesson) -> Result<Option<String>> {
-    Ok(resources(root, lesson)?
-        .iter()
-        .any(|name| name == "examples")
-        .then(|| {
-            "it uses the course's examples/ crates, which a fork cannot carry yet; \
-             fork lesson 17 or earlier"
-                .to_string()
-        }))
-}
-
-/// The top-level folders of the course the lesson reads at run time: those
-/// its files reach from the crate directory as `../../NAME` (the skills of
-/// lesson 7 and later).
-fn resources(root: &Path, lesson: &Lesson) -> Result<Vec<String>> {
-    let mut found = Vec::new();
-    for path in lessons::all_files(&lesson.dir)? {
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        for (at, _) in text.match_indices("../../") {
-            let name: String = text[at + 6..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
-                .collect();
-            let own = ["crates", "shared", "target", "xtask", "docs"];
-            if !name.is_empty()
-                && !own.contains(&name.as_str())
-                && root.join(&name).is_dir()
-                && !found.contains(&name)
-            {
-                found.push(name);
-            }
+/// The folders of the fork, relative to its root, that hold an npm
+/// `package.json` (the third-party MCP servers lesson 18's tests connect
+/// to): the README says how to install them, since the fork never carries
+/// `node_modules`.
+fn npm_dirs(dest: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for file in carried::files(dest)? {
+        if file.file_name().is_some_and(|name| name == "package.json")
+            && let Some(dir) = file.parent()
+        {
+            out.push(dir.strip_prefix(dest)?.to_string_lossy().replace('\\', "/"));
         }
     }
-    found.sort();
-    Ok(found)
+    Ok(out)
 }
 
-/// Whether a file of the course belongs in a fork: not build output, not
-/// hidden runtime state, not an editor backup or a pending snapshot.
+/// Whether a file of the course belongs in a fork: not an editor backup
+/// or a pending snapshot (build output, hidden runtime state and installed
+/// npm packages are left out by [`carried::files`] already).
 fn is_copied(relative: &Path) -> bool {
     let text = relative.to_string_lossy();
-    relative.components().all(|part| {
-        let part = part.as_os_str().to_string_lossy();
-        !(part.starts_with('.') || part == "target")
-    }) && ![".rs.bk", ".pending-snap", ".snap.new"]
+    ![".rs.bk", ".pending-snap", ".snap.new"]
         .iter()
         .any(|suffix| text.ends_with(suffix))
 }
 
-/// Copies `from` into `to`, passing every UTF-8 file's text (and every
-/// path) through `edit`.
+/// Copies `from` (a folder, or a single file) into `to`, passing every
+/// UTF-8 file's text (and every path) through `edit`.
 fn copy_tree(from: &Path, to: &Path, edit: &dyn Fn(&str) -> String) -> Result<()> {
-    for path in lessons::all_files(from)? {
-        let relative = path.strip_prefix(from)?;
+    let (base, files) = if from.is_file() {
+        (from.parent().unwrap_or(from), vec![from.to_path_buf()])
+    } else {
+        (from, carried::files(from)?)
+    };
+    let to = if from.is_file() {
+        to.parent().unwrap_or(to)
+    } else {
+        to
+    };
+    for path in files {
+        let relative = path.strip_prefix(base)?;
         if !is_copied(relative) {
             continue;
         }
@@ -277,9 +308,10 @@ fn copy_tree(from: &Path, to: &Path, edit: &dyn Fn(&str) -> String) -> Result<()
 }
 
 /// The fork's own root manifest: the course's, with its members replaced
-/// by the two crates and nothing left to inherit (the members write it out).
-/// Profiles and the resolver stay, with their comments.
-fn root_manifest(course: &str, member: &str) -> Result<String> {
+/// by the fork's crates (`members`, the lesson first) and nothing left to
+/// inherit (the members write it out). Profiles and the resolver stay, with
+/// their comments.
+fn root_manifest(course: &str, members: &[String]) -> Result<String> {
     let mut doc: toml_edit::DocumentMut = course.parse().context("parsing Cargo.toml")?;
     let Some(workspace) = doc.get_mut("workspace").and_then(|w| w.as_table_mut()) else {
         bail!("the course's Cargo.toml has no [workspace]");
@@ -287,13 +319,21 @@ fn root_manifest(course: &str, member: &str) -> Result<String> {
     for key in ["package", "dependencies", "lints", "exclude"] {
         workspace.remove(key);
     }
-    let mut members = toml_edit::Array::new();
-    members.push("shared");
-    members.push(member);
-    workspace.insert("members", toml_edit::value(members));
+    let Some((lesson, others)) = members.split_first() else {
+        bail!("a fork without its lesson");
+    };
+    // The crates the lesson stands on (`shared` sorts after `examples/…`,
+    // but is the one everything needs, so it comes first), then the lesson.
+    let mut listed: Vec<&String> = others.iter().collect();
+    listed.sort_by_key(|dir| (dir.as_str() != "shared", dir.as_str()));
+    let mut array = toml_edit::Array::new();
+    for dir in listed.into_iter().chain([lesson]) {
+        array.push(dir.as_str());
+    }
+    workspace.insert("members", toml_edit::value(array));
     // `cargo run` and `cargo test` at the root mean the lesson.
     let mut default = toml_edit::Array::new();
-    default.push(member);
+    default.push(lesson.as_str());
     workspace.insert("default-members", toml_edit::value(default));
     doc.decor_mut()
         .set_prefix("# Forked from the Rust agent course by `cargo xtask fork`; see README.md.\n");
@@ -303,7 +343,13 @@ fn root_manifest(course: &str, member: &str) -> Result<String> {
 const GITIGNORE: &str = "/target\n**/*.rs.bk\n.env\n*.pending-snap\n*.snap.new\n";
 
 /// The fork's README: where it came from and the two commands.
-fn readme(root: &Path, lesson: &Lesson, name: &str, resources: &[String]) -> Result<String> {
+fn readme(
+    root: &Path,
+    lesson: &Lesson,
+    name: &str,
+    carried: &carried::Carried,
+    npm: &[String],
+) -> Result<String> {
     let lib = read(&lesson.dir.join("src/lib.rs"))?;
     let title = rust_items::lesson_title(&lib).unwrap_or_else(|| lesson.name.clone());
     let description = Manifest::parse(&read(&lesson.dir.join("Cargo.toml"))?)
@@ -319,13 +365,62 @@ fn readme(root: &Path, lesson: &Lesson, name: &str, resources: &[String]) -> Res
     } else {
         format!(" (there called `{}`)", lesson.name)
     };
-    let resources = if resources.is_empty() {
+    // The crates besides `shared` and the lesson, each with the line its
+    // manifest describes it by.
+    let mut crates = String::new();
+    for member in carried.members.iter().skip(1) {
+        if member.dir == "shared" {
+            continue;
+        }
+        let manifest = Manifest::parse(&read(&root.join(&member.dir).join("Cargo.toml"))?);
+        let what = manifest
+            .description
+            .map_or(String::new(), |(_, text)| format!(" {text}"));
+        crates.push_str(&format!(
+            "- `{}/`: package `{}`, which the lesson depends on.{what}\n",
+            member.dir, member.package
+        ));
+    }
+    let list: Vec<String> = carried
+        .resources
+        .iter()
+        .map(|r| {
+            if root.join(r).is_dir() {
+                format!("`{r}/`")
+            } else {
+                format!("`{r}`")
+            }
+        })
+        .collect();
+    let resources = match list.split_last() {
+        None => String::new(),
+        Some((only, [])) => {
+            format!("\n{only} came along because the lesson reads it at run time.\n")
+        }
+        Some((last, rest)) => format!(
+            "\n{} and {last} came along because the lesson reads them at run time.\n",
+            rest.join(", ")
+        ),
+    };
+    let npm = if npm.is_empty() {
         String::new()
     } else {
-        let list: Vec<String> = resources.iter().map(|r| format!("`{r}/`")).collect();
+        let commands: Vec<String> = npm
+            .iter()
+            .map(|dir| format!("npm ci --prefix {dir}"))
+            .collect();
         format!(
-            "\n{} came along because the lesson reads it at run time.\n",
-            list.join(", ")
+            "
+Some tests connect to third-party MCP servers from the npm registry. Install them once
+(Node.js needed) with
+
+```sh
+{}
+```
+
+Without them those tests say `skipped:` and pass; everything else runs as it is.
+",
+            commands.join("\n")
         )
     };
     Ok(format!(
@@ -338,7 +433,7 @@ forked by `cargo xtask fork`{commit}.
 cargo run                  # the REPL (the demo model plays when no model is configured)
 cargo test                 # the lesson's tests, offline
 ```
-
+{npm}
 `cargo run -- --demo --workdir /tmp/play -p \"…\"` runs one request with the demo model
 in a scratch directory; `cargo run -- --help` lists the flags. A real model is configured
 as in the course: `ANTHROPIC_API_KEY` (and `MODEL_ID`), or `OPENAI_BASE_URL` for an
@@ -350,7 +445,7 @@ OpenAI-compatible server, in the environment or in a `.env` file.
   tests are in `tests/it/`, the demo script in `demo.json`).
 - `shared/`: the ground the lesson stands on (the agent loop, models, base tools, the
   terminal), as the course has it; `cargo test -p shared` runs its tests.
-{resources}
+{crates}{resources}
 Nothing here refers back to the course: each manifest writes out the versions, features
 and lints it used to inherit, and `Cargo.lock` pins the versions the course was tested
 with, so `cargo build --offline --locked` works from a warm registry cache.
