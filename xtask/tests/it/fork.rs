@@ -403,6 +403,30 @@ fn sync(from: &Path, to: &Path) {
     }
 }
 
+/// What the terminal must show of a lesson's first scripted reply: the
+/// start of its text and `> NAME` for its first tool call, if any.
+fn first_demo_reply(lesson_dir: &Path) -> Vec<String> {
+    let script: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(lesson_dir.join("demo.json")).unwrap())
+            .unwrap();
+    let first = &script["replies"][0];
+    let mut expected = Vec::new();
+    if let Some(text) = first["text"].as_str().filter(|text| !text.is_empty()) {
+        expected.push(
+            text.lines()
+                .next()
+                .unwrap_or(text)
+                .chars()
+                .take(40)
+                .collect(),
+        );
+    }
+    if let Some(name) = first["tool_calls"][0]["name"].as_str() {
+        expected.push(format!("> {name}"));
+    }
+    expected
+}
+
 #[test]
 fn the_first_a_middle_and_the_newest_lesson_build_test_and_run_on_their_own() {
     let all = lessons();
@@ -450,12 +474,14 @@ fn the_first_a_middle_and_the_newest_lesson_build_test_and_run_on_their_own() {
             "{lesson}: the demo failed:\n{stdout}\n{}",
             stderr(&output)
         );
-        // The demo's first tool call really ran in the workdir and the turn
-        // ended with the model's answer.
-        assert!(
-            stdout.contains("> "),
-            "{lesson}: no tool call echoed:\n{stdout}"
-        );
+        // The fork's own demo script played: its first reply is on standard
+        // output, with the echo of its first tool call if it makes one.
+        for expected in first_demo_reply(&fork.join(fork::LESSON_PARENT).join(&crate_name)) {
+            assert!(
+                stdout.contains(&expected),
+                "{lesson}: the demo's first reply is missing ({expected:?}):\n{stdout}"
+            );
+        }
 
         assert_eq!(
             std::fs::read_to_string(fork.join("Cargo.lock")).unwrap(),
