@@ -309,6 +309,7 @@ impl LessonHooks {
             autonomy: shared.autonomy.clone(),
             teammates: self.team.list(),
             background: self.background.running(),
+            workflows: self.workflows.running(),
             cron_jobs: self.cron.list().len(),
             tasks: shared.board.list(),
             worktrees: shared.worktrees.list().map_err(|error| error.to_string()),

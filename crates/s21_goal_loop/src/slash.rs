@@ -64,6 +64,8 @@ pub struct StatusView {
     pub teammates: Vec<Member>,
     /// Id and command of each background command still running.
     pub background: Vec<(String, String)>,
+    /// Id and workflow of each workflow run still going (lesson 20).
+    pub workflows: Vec<(String, String)>,
     pub cron_jobs: usize,
     pub tasks: Vec<Task>,
     /// `Err`: the worktrees could not be listed (no git repository, say).
@@ -188,6 +190,14 @@ pub fn render(view: &StatusView) -> String {
         view.background
             .iter()
             .map(|(id, command)| format!("\n  {id} {command}"))
+            .collect::<String>()
+    ));
+    line(format!(
+        "workflows:   {} running{}",
+        view.workflows.len(),
+        view.workflows
+            .iter()
+            .map(|(id, workflow)| format!("\n  {id} {workflow}"))
             .collect::<String>()
     ));
     line(format!(

@@ -704,10 +704,19 @@ async fn the_tool_returns_at_once_while_the_run_goes_on() {
     assert!(fake.finished().is_empty());
     assert_eq!(agent.hooks.workflows().running().len(), 1);
     assert!(agent.hooks.has_pending_work(), "-p would wait for it");
+    // `/status` lists the run, as it lists background commands.
+    let run_id = agent.hooks.workflows().running()[0].0.clone();
+    let status = agent.hooks.slash_command("/status").unwrap();
+    assert!(
+        status.contains(&format!("workflows:   1 running\n  {run_id} fan")),
+        "{status}"
+    );
     fake.release("fan:0");
     let finished = next(&agent).await;
     assert_eq!(finished.status, RunStatus::Completed);
     assert!(!agent.hooks.has_pending_work());
+    let status = agent.hooks.slash_command("/status").unwrap();
+    assert!(status.contains("workflows:   0 running"), "{status}");
 }
 
 /// A tool that returns once no run is going: the run's notification is
