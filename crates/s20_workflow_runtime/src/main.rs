@@ -102,8 +102,8 @@ async fn main() -> ExitCode {
         options.recovery = settings.recovery_policy(from_env)?;
         options.autonomy = settings.autonomy();
         options.mcp = settings.mcp_options(from_env)?;
+        options.workflows = settings.workflow_options(options.workflows, from_env)?;
         options.settings = settings;
-        options.workflows = options.workflows.with_overrides(&from_env)?;
         s20_workflow_runtime::build(setup, options)
     })
     .await

@@ -103,9 +103,9 @@ async fn main() -> ExitCode {
         options.recovery = settings.recovery_policy(from_env)?;
         options.autonomy = settings.autonomy();
         options.mcp = settings.mcp_options(from_env)?;
+        options.workflows = settings.workflow_options(options.workflows, from_env)?;
         options.settings = settings;
         options.goal.evaluator = goal_evaluator(setup.model.provider(), from_env)?;
-        options.workflows = options.workflows.with_overrides(&from_env)?;
         s21_goal_loop::build(setup, options)
     })
     .await

@@ -24,6 +24,7 @@
 //! | `compaction.threshold_tokens`           | `COMPACT_THRESHOLD_TOKENS`      |
 //! | `recovery.base_delay_ms`                | `RECOVERY_BASE_DELAY_MS`        |
 //! | `recovery.escalated_max_tokens`         | `RECOVERY_ESCALATED_MAX_TOKENS` |
+//! | `workflow.concurrency`                  | `WORKFLOW_CONCURRENCY`          |
 
 use std::time::Duration;
 
@@ -39,6 +40,8 @@ use crate::recovery::policy as recovery_env;
 use crate::skills::SkillsArgs;
 use crate::skills::discovery::SKILLS_DIR_ENV;
 use crate::team::Autonomy;
+use crate::workflow::WorkflowOptions;
+use crate::workflow::runtime::ENV_CONCURRENCY;
 
 /// The variable `--model`'s default comes from (read by the shared front end).
 pub const ENV_MODEL_ID: &str = "MODEL_ID";
@@ -77,6 +80,13 @@ pub struct TeamSettings {
     pub lease_secs: Option<u64>,
 }
 
+/// `[workflow]`: lesson 20's cap on workflow agents running at once.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowSettings {
+    pub concurrency: Option<usize>,
+}
+
 /// Every settings key that stands for a variable, and the variable.
 pub const KEYS_OF_VARIABLES: &[(&str, &str)] = &[
     ("model.id", ENV_MODEL_ID),
@@ -108,6 +118,7 @@ pub const KEYS_OF_VARIABLES: &[(&str, &str)] = &[
         "recovery.escalated_max_tokens",
         recovery_env::ENV_ESCALATED_MAX_TOKENS,
     ),
+    ("workflow.concurrency", ENV_CONCURRENCY),
 ];
 
 // ANCHOR: under
@@ -133,6 +144,7 @@ impl Settings {
             recovery_env::ENV_ESCALATED_MAX_TOKENS => {
                 self.recovery.escalated_max_tokens.map(|n| n.to_string())
             }
+            ENV_CONCURRENCY => number(self.workflow.concurrency),
             _ => None,
         }
     }
@@ -188,6 +200,16 @@ impl Settings {
         flag.or_lookup(self.under(env))
     }
 
+    /// Lesson 20's options: the cap from the environment, then the file,
+    /// then `base`'s.
+    pub fn workflow_options(
+        &self,
+        base: WorkflowOptions,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<WorkflowOptions, InvalidSetting> {
+        base.with_overrides(&self.under(env))
+    }
+
     /// Lesson 18's options: the timeouts from the environment, and the
     /// file's servers, which join those of `.mcp.json` (the workspace's
     /// `.mcp.json` wins on a name both have).
@@ -233,6 +255,9 @@ impl Settings {
         };
         CompactConfig::from_lookup(alone).map_err(named)?;
         RecoveryPolicy::from_lookup(alone).map_err(named)?;
+        WorkflowOptions::default()
+            .with_overrides(&alone)
+            .map_err(named)?;
         let at_least_one = [
             (
                 "recovery.max_attempts",

@@ -13,6 +13,7 @@
 //!  [compaction]   thresholds                   → lesson 8's CompactConfig
 //!  [recovery]     retry knobs                  → lesson 11's RecoveryPolicy
 //!  [teams]        scan timings, lease          → lesson 16's Autonomy   (layers)
+//!  [workflow]     concurrency                  → lesson 20's runtime    (layers)
 //! ```
 //!
 //! Every section is optional, and no file at all means the defaults every
@@ -39,7 +40,7 @@ use serde::Deserialize;
 use shared::model::config::ProviderKind;
 
 pub use command_hooks::{CommandHook, HookEvent};
-pub use layers::{CompactionSettings, RecoverySettings, TeamSettings};
+pub use layers::{CompactionSettings, RecoverySettings, TeamSettings, WorkflowSettings};
 pub use mcp::ServerConfig;
 pub use rules::{PermissionRules, Rule, Verdict};
 
@@ -65,6 +66,7 @@ pub struct Settings {
     pub compaction: CompactionSettings,
     pub recovery: RecoverySettings,
     pub teams: TeamSettings,
+    pub workflow: WorkflowSettings,
 }
 
 /// `[model]`.
@@ -119,6 +121,8 @@ struct File {
     recovery: RecoverySettings,
     #[serde(default)]
     teams: TeamSettings,
+    #[serde(default)]
+    workflow: WorkflowSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -243,6 +247,7 @@ impl Settings {
             compaction: raw.compaction,
             recovery: raw.recovery,
             teams: raw.teams,
+            workflow: raw.workflow,
         };
         settings.check_numbers().map_err(|(k, r)| invalid(k, r))?;
         Ok(settings)

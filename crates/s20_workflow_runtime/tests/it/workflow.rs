@@ -1037,3 +1037,29 @@ async fn a_run_going_at_exit_is_stopped_with_how_to_resume_and_resumes_later() {
     assert_eq!((finished.agents_run, finished.agents_cached), (1, 1));
     assert_eq!(fake.started(), ["fan:1"]);
 }
+
+#[test]
+fn the_settings_file_sets_the_cap_under_the_environment() {
+    let file = Path::new("settings.toml");
+    let settings = lesson::Settings::parse("[workflow]\nconcurrency = 2\n", file).unwrap();
+    let cap = |env: &dyn Fn(&str) -> Option<String>| {
+        settings
+            .workflow_options(lesson::workflow::WorkflowOptions::default(), env)
+            .unwrap()
+            .concurrency
+    };
+    assert_eq!(cap(&|_| None), 2, "the file's value");
+    assert_eq!(
+        cap(&|name| (name == "WORKFLOW_CONCURRENCY").then(|| "3".to_string())),
+        3,
+        "the environment wins"
+    );
+    let zero = lesson::Settings::parse("[workflow]\nconcurrency = 0\n", file)
+        .unwrap_err()
+        .to_string();
+    assert!(zero.contains("workflow.concurrency"), "{zero}");
+    let misspelt = lesson::Settings::parse("[workflow]\nconcurency = 2\n", file)
+        .unwrap_err()
+        .to_string();
+    assert!(misspelt.contains("concurency"), "{misspelt}");
+}
