@@ -2,6 +2,8 @@
 //! `.cargo/config.toml`):
 //!
 //! - `diff`: what one lesson crate changed against another;
+//! - `carry`: a fix made in one lesson, applied to every later lesson by a
+//!   three-way merge (see [`carry`]);
 //! - `docs`: regenerate the book's generated pages and build the book;
 //! - `check`: the book and the lessons agree, and the translations are
 //!   current (also run by `tests/it/book.rs`, so `cargo test --workspace`
@@ -12,6 +14,7 @@
 //!
 //! It is a library as well as a binary so that the checks run from a test.
 
+pub mod carry;
 pub mod check;
 pub mod diff;
 pub mod docs;

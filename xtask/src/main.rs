@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
-use xtask::{check, diff, docs, fork, i18n, lessons, repo_root};
+use xtask::{carry, check, diff, docs, fork, i18n, lessons, repo_root};
 
 #[derive(Parser)]
 #[command(about = "Tasks of the Rust agent course: lesson diffs, the book, its checks.")]
@@ -36,6 +36,22 @@ enum Task {
         /// The edition to build or serve alone: en, zh or ja.
         #[arg(long)]
         lang: Option<String>,
+    },
+    /// Apply a fix made in one lesson to every later lesson: the lesson's
+    /// uncommitted changes (src/, tests/, demo.json, Cargo.toml), merged
+    /// three-way into each later lesson in turn, stopping at the first
+    /// conflict. Then the generated pages are written again.
+    Carry {
+        /// The lesson the fix was made in (s12, 12, s12_task_system); after
+        /// a conflict, the lesson where the carry stopped.
+        lesson: String,
+        /// List what would change; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Carry the difference between this revision and the working tree
+        /// (e.g. a fix already committed: `--from HEAD~1`).
+        #[arg(long, value_name = "REV")]
+        from: Option<String>,
     },
     /// Check that the book and the lessons agree, translations included (no
     /// mdBook needed).
@@ -133,6 +149,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             eprintln!("{}/{page}: {line}", edition.src());
             eprintln!("Run `cargo xtask docs` if the page's title or motto changed.");
             Ok(ExitCode::SUCCESS)
+        }
+        Task::Carry {
+            lesson,
+            dry_run,
+            from,
+        } => {
+            let options = carry::Options { dry_run, from };
+            let report = carry::carry(&root, &lesson, &options)?;
+            eprint!("{}", report.render(dry_run));
+            Ok(if report.conflicted() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Task::Check => {
             let problems = check::run(&root)?;
