@@ -71,6 +71,10 @@ enum Task {
         /// The crate's name in the fork (default: the lesson's).
         #[arg(long)]
         name: Option<String>,
+        /// Use the registry cache alone: fail rather than download a
+        /// dependency it lacks.
+        #[arg(long)]
+        offline: bool,
     },
 }
 
@@ -176,10 +180,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
             eprintln!("{} problem(s)", problems.len());
             Ok(ExitCode::FAILURE)
         }
-        Task::Fork { lesson, dest, name } => {
+        Task::Fork {
+            lesson,
+            dest,
+            name,
+            offline,
+        } => {
             let all = lessons::discover(&root)?;
             let lesson = lessons::find(&all, &lesson)?;
-            let forked = fork::fork(&root, lesson, &dest, name.as_deref())?;
+            if offline {
+                eprintln!(
+                    "settling the fork's Cargo.lock from the registry cache alone (--offline)"
+                );
+            } else {
+                eprintln!(
+                    "settling the fork's Cargo.lock with `cargo metadata`: Cargo downloads the \
+                     manifests of dependencies the registry cache lacks (--offline forbids it)"
+                );
+            }
+            let forked = fork::fork(&root, lesson, &dest, name.as_deref(), offline)?;
             eprintln!(
                 "forked {lesson} into {} as {}",
                 forked.dir.display(),

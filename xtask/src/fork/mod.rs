@@ -62,8 +62,17 @@ pub struct Forked {
 
 // ANCHOR: fork
 /// Writes `lesson` of the course at `root` into `dest` as a standalone
-/// project, its crate called `name` (default: the lesson's own name).
-pub fn fork(root: &Path, lesson: &Lesson, dest: &Path, name: Option<&str>) -> Result<Forked> {
+/// project, its crate called `name` (default: the lesson's own name). With
+/// `offline`, Cargo settles the fork's lock from the registry cache alone;
+/// without it, Cargo downloads what the cache lacks (on a fresh machine
+/// where only `cargo run` has been done, the lesson's dev-dependencies).
+pub fn fork(
+    root: &Path,
+    lesson: &Lesson,
+    dest: &Path,
+    name: Option<&str>,
+    offline: bool,
+) -> Result<Forked> {
     let name = name.unwrap_or(&lesson.name).to_string();
     check_name(&name)?;
     check_destination(root, dest)?;
@@ -128,7 +137,7 @@ pub fn fork(root: &Path, lesson: &Lesson, dest: &Path, name: Option<&str>) -> Re
         &[(&lesson.name, &name)],
     )?;
     write(&dest.join("Cargo.lock"), &lock)?;
-    settle_lock(dest)?;
+    settle_lock(dest, offline)?;
     write(&dest.join(".gitignore"), GITIGNORE)?;
     let npm = npm_dirs(dest)?;
     write(
@@ -146,7 +155,7 @@ pub fn fork(root: &Path, lesson: &Lesson, dest: &Path, name: Option<&str>) -> Re
 }
 // ANCHOR_END: fork
 
-/// Lets Cargo itself finish the trimmed lock, offline. The course's lock
+/// Lets Cargo itself finish the trimmed lock. The course's lock
 /// records the features the whole workspace turns on (another lesson may
 /// enable `indexmap`'s `serde`, say); the fork turns on fewer, so Cargo would
 /// drop those edges on the first build and `--locked` would refuse. Resolving
@@ -158,7 +167,11 @@ pub fn fork(root: &Path, lesson: &Lesson, dest: &Path, name: Option<&str>) -> Re
 /// downloaded (`android_system_properties`, which `iana-time-zone` needs on
 /// Android), and offline it cannot get them. The lock it writes is the
 /// whole resolution either way.
-fn settle_lock(dest: &Path) -> Result<()> {
+///
+/// Offline is a choice, not the default: Cargo needs the manifest of every
+/// package the fork's members reach, dev-dependencies included, and a
+/// registry cache filled by `cargo run` alone does not hold those.
+fn settle_lock(dest: &Path, offline: bool) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let version = Command::new(&cargo)
         .arg("-vV")
@@ -168,10 +181,13 @@ fn settle_lock(dest: &Path) -> Result<()> {
     let Some(host) = version.lines().find_map(|line| line.strip_prefix("host: ")) else {
         bail!("cargo -vV names no host platform:\n{version}");
     };
-    let output = Command::new(&cargo)
+    let mut metadata = Command::new(&cargo);
+    metadata.arg("metadata");
+    if offline {
+        metadata.arg("--offline");
+    }
+    let output = metadata
         .args([
-            "metadata",
-            "--offline",
             "--format-version",
             "1",
             "--filter-platform",
@@ -182,8 +198,13 @@ fn settle_lock(dest: &Path) -> Result<()> {
         .output()
         .context("running cargo metadata in the fork")?;
     if !output.status.success() {
+        let hint = if offline {
+            "\n(--offline uses the registry cache alone: run without it to let Cargo download what the cache lacks)"
+        } else {
+            ""
+        };
         bail!(
-            "cargo metadata in the fork failed:\n{}",
+            "cargo metadata in the fork failed:\n{}{hint}",
             String::from_utf8_lossy(&output.stderr)
         );
     }

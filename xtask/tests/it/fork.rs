@@ -53,7 +53,9 @@ fn forked(lesson: &str, name: Option<&str>) -> (TempDir, PathBuf) {
     let lesson = lessons::find(&all, lesson).unwrap();
     let temp = tempfile::tempdir().unwrap();
     let dest = temp.path().join("fork");
-    fork::fork(&root(), lesson, &dest, name).unwrap();
+    // Offline: tests never touch the network, and the workspace's own
+    // build has filled the registry cache with every package a lesson uses.
+    fork::fork(&root(), lesson, &dest, name, true).unwrap();
     (temp, dest)
 }
 
