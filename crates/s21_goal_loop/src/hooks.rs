@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use shared::cli::Setup;
 use shared::error::ApiError;
 use shared::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
-use shared::protocol::{ContentBlock, Message, Response, SystemBlock, ToolSpec, ToolUse};
+use shared::protocol::{ContentBlock, Message, Response, Role, SystemBlock, ToolSpec, ToolUse};
 
 use crate::Options;
 use crate::background::{self, BackgroundTasks, Finished};
@@ -239,11 +239,13 @@ impl LessonHooks {
         mcp::tools::register(&mut tools, &mcp);
         // ANCHOR_END: register_mcp
         // ANCHOR: register_goal
-        // The goal's judge asks the same recovery-wrapped model stack.
+        // The goal's judge asks the same recovery-wrapped model stack; its
+        // check runs in the workspace.
         let goal = GoalLoop::new(
             &options.goal,
             setup.model.clone(),
             &setup.model_id,
+            setup.workspace.clone(),
             setup.notices.clone(),
         );
         // ANCHOR_END: register_goal
@@ -423,8 +425,13 @@ impl Hooks for LessonHooks {
         if next.is_none() {
             // ANCHOR: goal_gate
             // The goal's gate: a continuation, if any, is queued for
-            // `idle_work`, not returned here (see the chapter).
-            self.goal.after_turn().await;
+            // `idle_work`, not returned here (see the chapter). It reads
+            // the model's final reply only for a `GOAL IMPOSSIBLE:` line.
+            let final_reply = match history.last() {
+                Some(message) if message.role == Role::Assistant => message.text(),
+                _ => String::new(),
+            };
+            self.goal.after_turn(&final_reply).await;
             // ANCHOR_END: goal_gate
             self.memory.after_turn(history).await;
         }

@@ -104,6 +104,7 @@ async fn main() -> ExitCode {
         options.autonomy = settings.autonomy();
         options.mcp = settings.mcp_options(from_env)?;
         options.workflows = settings.workflow_options(options.workflows, from_env)?;
+        options.goal = settings.goal_options(options.goal, from_env)?;
         options.settings = settings;
         options.goal.evaluator = goal_evaluator(setup.model.provider(), from_env)?;
         s21_goal_loop::build(setup, options)
