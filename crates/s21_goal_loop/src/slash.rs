@@ -28,7 +28,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/help", "these commands"),
     (
         "/goal",
-        "the goal: /goal <condition> sets it, /goal shows it, /goal clear drops it",
+        "the goal: /goal <condition> [--check <command>] sets it, /goal shows it, /goal clear drops it",
     ),
 ];
 
