@@ -74,6 +74,11 @@
 //!     name a file of the other (`lib.rs` is in both). An entry ending in
 //!     `.rs` that is no file is reported too, so the map stays true when
 //!     a module is removed or renamed.
+//! 13. Counts: in chapter N, "N methods" said of a trait the paragraph names
+//!     in a code span (one of the lesson's or `shared`'s) is that trait's
+//!     number of methods, and "N new tools" is the number of tools lesson N
+//!     offers that lesson N-1 did not (by their snapshots, see rule 1); see
+//!     [`crate::claims`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -81,6 +86,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::claims::{self, Subject};
 use crate::diff;
 use crate::flags::Flags;
 use crate::i18n::{self, Edition, State};
@@ -158,6 +164,7 @@ pub fn run(root: &Path) -> Result<Vec<Problem>> {
     descriptions(&lessons, &manifests, &mut problems);
     new_dependencies(root, &lessons, &manifests, &mut problems);
     code_map(root, &mut problems)?;
+    counts(root, &lessons, &mut problems)?;
     Ok(problems)
 }
 
@@ -1271,4 +1278,83 @@ mod tests {
         );
         assert_eq!(anchor_in("// ANCHOR_END: x", "ANCHOR:"), None);
     }
+}
+
+/// Rule 13.
+fn counts(root: &Path, lessons: &[Lesson], problems: &mut Vec<Problem>) -> Result<()> {
+    let shared = lessons::rust_sources(&root.join("shared"))?;
+    for lesson in lessons {
+        let chapter = format!("{BOOK_SRC}/{}", lesson.chapter_file());
+        // A missing chapter is reported by rule 2 already.
+        let Ok(text) = std::fs::read_to_string(root.join(&chapter)) else {
+            continue;
+        };
+        let found = claims::claims(&text);
+        if found.is_empty() {
+            continue;
+        }
+        let mut sources = lessons::rust_sources(&lesson.dir)?;
+        sources.extend(shared.iter().cloned());
+        let traits = claims::trait_methods(&sources);
+        for claim in found {
+            let place = format!("{chapter}:{}", claim.line);
+            match &claim.subject {
+                Subject::Methods { spans } => {
+                    let named: Vec<&(String, usize)> = traits
+                        .iter()
+                        .filter(|(name, _)| {
+                            spans
+                                .iter()
+                                .any(|span| claims::trait_name(span) == Some(name.as_str()))
+                        })
+                        .collect();
+                    if named.is_empty() || named.iter().any(|(_, n)| *n == claim.value) {
+                        continue;
+                    }
+                    let actual: Vec<String> = named
+                        .iter()
+                        .map(|(name, n)| format!("`{name}` has {n}"))
+                        .collect();
+                    problems.push(problem(
+                        place,
+                        format!(
+                            "says \"{} methods\", but {} in {}: fix the number",
+                            claim.written,
+                            actual.join(", "),
+                            lesson.name
+                        ),
+                    ));
+                }
+                Subject::NewTools => {
+                    let Some(previous) = lessons::previous(lessons, lesson) else {
+                        continue;
+                    };
+                    // Missing snapshots are reported by rule 1.
+                    let (Ok(now), Ok(before)) = (tools::offered(lesson), tools::offered(previous))
+                    else {
+                        continue;
+                    };
+                    let new: Vec<&str> = now
+                        .iter()
+                        .filter(|tool| !before.iter().any(|old| old.name == tool.name))
+                        .map(|tool| tool.name.as_str())
+                        .collect();
+                    if new.len() != claim.value {
+                        problems.push(problem(
+                            place,
+                            format!(
+                                "says \"{} new tools\", but {} offers {} that {} does not ({}): fix the number",
+                                claim.written,
+                                lesson.name,
+                                new.len(),
+                                previous.name,
+                                new.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }

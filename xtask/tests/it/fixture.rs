@@ -947,3 +947,46 @@ fn every_module_file_of_shared_and_xtask_is_in_the_code_map() {
         ]
     );
 }
+
+#[test]
+fn counts_a_chapter_states_must_match_the_code() {
+    let dir = fixture();
+    let root = dir.path();
+    edit(
+        root,
+        "crates/s02_second/src/todo.rs",
+        "/// Longest list.",
+        "/// Where the list is kept.\npub trait Store {\n    fn load(&self);\n    fn save(&self);\n}\n\n/// Longest list.",
+    );
+    xtask::docs::generate(root).unwrap();
+    let chapter = "docs/src/s02_second.md";
+    let text = fs::read_to_string(root.join(chapter)).unwrap();
+    let line = text.lines().count() + 2;
+    write(
+        root,
+        chapter,
+        &format!(
+            "{text}\nIts `todo::Store`, whose three\nmethods load and save. The lesson adds two new tools.\n\n\
+             The `Store::load` method is one of 2 methods too, of nothing the code names: not a claim.\n"
+        ),
+    );
+    assert_eq!(
+        problems(root),
+        [
+            format!(
+                "{chapter}:{line}: says \"three methods\", but `Store` has 2 in s02_second: fix the number"
+            ),
+            format!(
+                "{chapter}:{}: says \"two new tools\", but s02_second offers 1 that s01_first does not (todo_write): fix the number",
+                line + 1
+            ),
+        ]
+    );
+    // True numbers pass: two methods, and two new tools once the lesson
+    // offers a second one.
+    edit(root, chapter, "whose three\n", "whose two\n");
+    let second = TODO_SENT.replace("\"todo_write\"", "\"todo_read\"");
+    write_tools_snapshot(root, "s02_second", &[BASH_SENT, TODO_SENT, &second]);
+    xtask::docs::generate(root).unwrap();
+    assert_eq!(problems(root), Vec::<String>::new());
+}
