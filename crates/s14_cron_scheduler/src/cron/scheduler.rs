@@ -15,7 +15,8 @@
 //! is made. Every change to them is a read-modify-write of that file under
 //! its lock (see [`store`]), so another session in the same workspace keeps
 //! its jobs; ids are decided under the same lock, after every id in the
-//! file, so two sessions never give one id to two jobs. A durable one-shot
+//! file and the next number the lock file records (which counts session-only
+//! jobs too), so two sessions never give one id to two jobs. A durable one-shot
 //! job leaves the file when it is delivered, not when it fires: a crash in
 //! between loses nothing. The ticker is started lazily, by the first call
 //! that happens inside a tokio runtime, and stopped when the scheduler is
@@ -54,6 +55,9 @@ struct Inner {
     /// `.scheduled_tasks.json` in the workspace.
     store: PathBuf,
     notices: Notices,
+    /// The problems last reported about the file, so that the same ones
+    /// are not reported again.
+    reported: Mutex<Vec<String>>,
     ticker: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -130,6 +134,7 @@ impl CronScheduler {
                 clock,
                 store: store_path,
                 notices,
+                reported: Mutex::new(problems),
                 ticker: Mutex::new(None),
             }),
         }
@@ -158,19 +163,44 @@ impl CronScheduler {
         let job = CronJob::new(cron.trim(), prompt.trim(), recurring, durable);
         job.expr().map_err(invalid)?;
         let mut schedule = self.inner.schedule();
-        // The id is decided under the file's lock, after every id another
-        // session saved, and a durable job joins the file as it is now.
-        let _lock = self.lock()?;
-        let mut on_disk = self.read();
-        schedule.continue_after(on_disk.iter().map(|job| job.id.as_str()));
+        // The id is decided under the file's lock, after every id in the
+        // file and every id any session handed out (the lock file records
+        // the next number), so no two jobs in one workspace share an id.
+        let mut lock = match self.lock() {
+            Ok(lock) => Some(lock),
+            // A session-only job needed the lock for its id only: without
+            // it, the job still runs, numbered by this session alone.
+            Err(_) if !durable => None,
+            Err(error) => return Err(error),
+        };
+        let mut on_disk = Vec::new();
+        if let Some(lock) = &mut lock {
+            on_disk = self.read();
+            schedule.continue_after(on_disk.iter().map(|job| job.id.as_str()));
+            schedule.continue_from(lock.next_number());
+        }
         let job = schedule.add(job).map_err(invalid)?;
         if durable {
+            // The job joins the file as it is now, not as this session
+            // last saw it.
             on_disk.push(job.clone());
             if let Err(error) = self.write(&on_disk) {
                 schedule.cancel(&job.id);
                 return Err(error);
             }
         }
+        if let Some(lock) = &mut lock
+            && let Err(error) = lock.set_next_number(schedule.next_number())
+        {
+            self.inner.notices.emit(
+                TAG,
+                format!(
+                    "could not record the next id in {}: {error}",
+                    store::LOCK_FILE_NAME
+                ),
+            );
+        }
+        drop(lock);
         let next = schedule.next_fire(&job.id, &self.inner.clock.now());
         drop(schedule);
         self.ensure_ticking();
@@ -350,12 +380,16 @@ impl CronScheduler {
     /// file as it was is copied to the backup first.
     fn read(&self) -> Vec<CronJob> {
         let (jobs, problems) = store::load(&self.inner.store);
-        if !problems.is_empty() {
+        // The problems found at start-up were reported then, and are still
+        // in the file until this first change: no need to say them twice.
+        let mut reported = self.inner.reported();
+        if !problems.is_empty() && problems != *reported {
             for problem in &problems {
                 self.inner.notices.emit(TAG, format!("skipped: {problem}"));
             }
             keep_backup(&self.inner.store, &self.inner.notices);
         }
+        *reported = problems;
         jobs
     }
 
@@ -396,6 +430,10 @@ impl Inner {
 
     fn queue(&self) -> MutexGuard<'_, VecDeque<CronJob>> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn reported(&self) -> MutexGuard<'_, Vec<String>> {
+        self.reported.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn ticker(&self) -> MutexGuard<'_, Option<JoinHandle<()>>> {

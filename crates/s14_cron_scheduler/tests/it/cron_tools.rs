@@ -371,34 +371,44 @@ async fn two_processes_saving_durable_cron_jobs_in_one_workspace_keep_all_jobs_w
     let ids = [&a1, &b1, &b2, &a2, &b3];
     let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
     assert_eq!(distinct.len(), ids.len(), "{ids:?}");
-    assert_eq!(ids_on_disk(dir.path()), [&a1, &b1, &a2, &b3]);
+    assert_eq!(ids_on_disk(dir.path()), [&*a1, &*b1, &*a2, &*b3]);
     // Cancelling one session's job keeps the other's; either session may
     // cancel a job the other saved.
     b.cancel(&b1).unwrap();
-    assert_eq!(ids_on_disk(dir.path()), [&a1, &a2, &b3]);
+    assert_eq!(ids_on_disk(dir.path()), [&*a1, &*a2, &*b3]);
     a.cancel(&b3).unwrap();
-    assert_eq!(ids_on_disk(dir.path()), [&a1, &a2]);
+    assert_eq!(ids_on_disk(dir.path()), [&*a1, &*a2]);
     // A third session loads everything that is left.
     let c = CronScheduler::new(dir.path(), clock, Notices::new());
     let loaded: Vec<String> = c.list().into_iter().map(|listed| listed.job.id).collect();
     assert_eq!(loaded, [a1, a2]);
 }
 
-/// The environment variable that turns [`cron_saver_process`] on.
+/// The environment variables that turn [`cron_saver_process`] on.
 const SAVER_DIR: &str = "CRON_TEST_SAVER_DIR";
 const SAVER_NAME: &str = "CRON_TEST_SAVER_NAME";
+const SAVERS: usize = 4;
 const JOBS_PER_SAVER: usize = 10;
+/// What a saver process prints once its scheduler has loaded the file.
+const SAVER_READY: &str = "cron saver ready";
 
 /// Not a test of its own: the body of each saver *process* in the test
 /// below, which runs this test binary again with only this test selected.
 #[test]
 #[ignore = "run as a child process by durable_jobs_saved_by_real_processes_are_all_kept"]
 fn cron_saver_process() {
+    use std::io::{BufRead, Write};
     let (Ok(dir), Ok(name)) = (std::env::var(SAVER_DIR), std::env::var(SAVER_NAME)) else {
         return;
     };
     let clock = Arc::new(ManualClock::new(at("2026-12-01T10:02:30Z")));
+    // Loaded before any process saves: each starts with the same (empty)
+    // view of the file, as two sessions started together do.
     let cron = CronScheduler::new(std::path::Path::new(&dir), clock, Notices::new());
+    println!("{SAVER_READY}");
+    std::io::stdout().flush().unwrap();
+    let mut go = String::new();
+    std::io::stdin().lock().read_line(&mut go).unwrap();
     for n in 0..JOBS_PER_SAVER {
         cron.schedule("0 9 * * *", &format!("{name} {n}"), true, true)
             .unwrap();
@@ -407,33 +417,57 @@ fn cron_saver_process() {
 
 #[test]
 fn durable_jobs_saved_by_real_processes_are_all_kept() {
+    use std::io::{BufRead, BufReader, Write};
     let dir = tempfile::tempdir().unwrap();
-    let savers: Vec<_> = (0..4)
+    // Each process loads the (empty) file, says so, and waits at a gate (a
+    // line on standard input), so that all of them save at the same time.
+    let mut savers: Vec<_> = (0..SAVERS)
         .map(|n| {
-            std::process::Command::new(std::env::current_exe().unwrap())
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "cron_tools::cron_saver_process",
                     "--exact",
                     "--ignored",
+                    "--nocapture",
                     "--test-threads=1",
                 ])
                 .env(SAVER_DIR, dir.path())
                 .env(SAVER_NAME, format!("saver-{n}"))
-                .stdout(std::process::Stdio::null())
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::null())
                 .spawn()
-                .unwrap()
+                .unwrap();
+            let stdout = BufReader::new(child.stdout.take().unwrap());
+            (child, stdout)
         })
         .collect();
-    for mut saver in savers {
-        assert!(saver.wait().unwrap().success());
+    // The test harness writes its own words on the same lines, so the
+    // marker is searched for, not expected alone.
+    for (_, stdout) in &mut savers {
+        let mut line = String::new();
+        while !line.contains(SAVER_READY) {
+            line.clear();
+            let read = stdout.read_line(&mut line).unwrap();
+            assert!(read > 0, "a saver ended before it was ready");
+        }
+    }
+    for (child, _) in &mut savers {
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    }
+    for (mut child, mut stdout) in savers {
+        // Read to the end before waiting, so the harness never writes to a
+        // closed pipe.
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+        assert!(child.wait().unwrap().success(), "{rest}");
     }
     let jobs: Vec<CronJob> =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap())
             .unwrap();
     let prompts: std::collections::BTreeSet<_> = jobs.iter().map(|job| &job.prompt).collect();
     let ids: std::collections::BTreeSet<_> = jobs.iter().map(|job| &job.id).collect();
-    assert_eq!(jobs.len(), 4 * JOBS_PER_SAVER, "{prompts:?}");
+    assert_eq!(jobs.len(), SAVERS * JOBS_PER_SAVER, "{prompts:?}");
     assert_eq!(prompts.len(), jobs.len());
     assert_eq!(ids.len(), jobs.len(), "two jobs share an id");
 }
