@@ -99,17 +99,6 @@ impl Schedule {
         }
     }
 
-    /// Makes the ids generated from now on have a number of at least
-    /// `number` (the next number another session recorded).
-    pub fn continue_from(&mut self, number: u32) {
-        self.next_number = self.next_number.max(number);
-    }
-
-    /// The number of the next generated id.
-    pub fn next_number(&self) -> u32 {
-        self.next_number.max(1)
-    }
-
     /// Removes the job with this id and returns it, or `None` if there is
     /// no such job.
     pub fn cancel(&mut self, id: &str) -> Option<CronJob> {

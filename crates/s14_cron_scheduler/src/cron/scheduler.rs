@@ -15,8 +15,7 @@
 //! is made. Every change to them is a read-modify-write of that file under
 //! its lock (see [`store`]), so another session in the same workspace keeps
 //! its jobs; ids are decided under the same lock, after every id in the
-//! file and the next number the lock file records (which counts session-only
-//! jobs too), so two sessions never give one id to two jobs. A durable one-shot
+//! file, so two sessions never give one id to two durable jobs. A durable one-shot
 //! job leaves the file when it is delivered, not when it fires: a crash in
 //! between loses nothing. The ticker is started lazily, by the first call
 //! that happens inside a tokio runtime, and stopped when the scheduler is
@@ -163,44 +162,28 @@ impl CronScheduler {
         let job = CronJob::new(cron.trim(), prompt.trim(), recurring, durable);
         job.expr().map_err(invalid)?;
         let mut schedule = self.inner.schedule();
-        // The id is decided under the file's lock, after every id in the
-        // file and every id any session handed out (the lock file records
-        // the next number), so no two jobs in one workspace share an id.
-        let mut lock = match self.lock() {
-            Ok(lock) => Some(lock),
-            // A session-only job needed the lock for its id only: without
-            // it, the job still runs, numbered by this session alone.
-            Err(_) if !durable => None,
-            Err(error) => return Err(error),
-        };
-        let mut on_disk = Vec::new();
-        if let Some(lock) = &mut lock {
-            on_disk = self.read();
+        let job = if durable {
+            // The id is decided under the file's lock, after every id
+            // another session saved, and the job joins the file as it is
+            // now, not as this session last saw it.
+            let _lock = self.lock()?;
+            let mut on_disk = self.read();
             schedule.continue_after(on_disk.iter().map(|job| job.id.as_str()));
-            schedule.continue_from(lock.next_number());
-        }
-        let job = schedule.add(job).map_err(invalid)?;
-        if durable {
-            // The job joins the file as it is now, not as this session
-            // last saw it.
+            let job = schedule.add(job).map_err(invalid)?;
             on_disk.push(job.clone());
             if let Err(error) = self.write(&on_disk) {
                 schedule.cancel(&job.id);
                 return Err(error);
             }
-        }
-        if let Some(lock) = &mut lock
-            && let Err(error) = lock.set_next_number(schedule.next_number())
-        {
-            self.inner.notices.emit(
-                TAG,
-                format!(
-                    "could not record the next id in {}: {error}",
-                    store::LOCK_FILE_NAME
-                ),
-            );
-        }
-        drop(lock);
+            job
+        } else {
+            // A session-only job is never written, so it takes no lock;
+            // its id still comes after every id in the file, so that it
+            // never names a job another session saved before it.
+            let (on_disk, _) = store::load(&self.inner.store);
+            schedule.continue_after(on_disk.iter().map(|job| job.id.as_str()));
+            schedule.add(job).map_err(invalid)?
+        };
         let next = schedule.next_fire(&job.id, &self.inner.clock.now());
         drop(schedule);
         self.ensure_ticking();

@@ -21,7 +21,7 @@
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -38,14 +38,10 @@ pub const LOCK_FILE_NAME: &str = ".scheduled_tasks.json.lock";
 /// Holds the durable jobs file's lock until dropped: an exclusive
 /// `File::lock` on [`LOCK_FILE_NAME`], which holds between threads and
 /// between processes, and which the system releases if its holder dies.
-///
-/// The lock file also records the number of the next id to hand out, so
-/// that a session-only job, which is never saved, still takes its id from
-/// the same count as every other session's jobs.
 #[derive(Debug)]
 pub struct StoreLock {
     // Closing the file releases the lock.
-    file: File,
+    _file: File,
 }
 
 impl StoreLock {
@@ -55,32 +51,10 @@ impl StoreLock {
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
-            .read(true)
             .write(true)
             .open(lock_path(path))?;
         file.lock()?;
-        Ok(Self { file })
-    }
-
-    /// The number of the next id, as recorded; 0 if nothing (or nothing
-    /// readable) is. The record is only a floor: ids also continue after
-    /// every id in the jobs file, so a torn record loses nothing durable.
-    pub fn next_number(&mut self) -> u32 {
-        let mut text = String::new();
-        match self.file.seek(SeekFrom::Start(0)) {
-            Ok(_) => match self.file.read_to_string(&mut text) {
-                Ok(_) => text.trim().parse().unwrap_or(0),
-                Err(_) => 0,
-            },
-            Err(_) => 0,
-        }
-    }
-
-    /// Records `number` as the number of the next id.
-    pub fn set_next_number(&mut self, number: u32) -> io::Result<()> {
-        self.file.set_len(0)?;
-        self.file.seek(SeekFrom::Start(0))?;
-        writeln!(self.file, "{number}")
+        Ok(Self { _file: file })
     }
 }
 
