@@ -10,11 +10,12 @@ use std::sync::Arc;
 use jiff::tz::{self, TimeZone};
 use jiff::{SignedDuration, Timestamp, ZonedDateTime};
 use lesson::cron::store::FILE_NAME;
-use lesson::cron::{Clock, CronJob, ManualClock};
+use lesson::cron::{Clock, CronJob, CronScheduler, ManualClock};
 use serde_json::json;
 use shared::history::validate;
 use shared::hooks::Hooks;
 use shared::model::scripted::{Reply, ScriptedModel};
+use shared::notice::Notices;
 use shared::protocol::Message;
 
 use crate::support;
@@ -305,11 +306,13 @@ async fn durable_jobs_survive_a_restart_and_bad_entries_are_reported_and_skipped
     };
     assert_eq!(on_disk(dir.path()), ["cron_0003", "cron_0004"]);
 
-    // The one-shot fires at 08:30 local, and leaves the schedule and the
-    // file, so the next session does not fire it again.
+    // The one-shot fires at 08:30 local and leaves the schedule. It leaves
+    // the file when it is delivered, so the next session does not fire it
+    // again.
     clock.set(at("2026-12-01T07:30:00Z"));
     assert_eq!(agent.hooks.cron().tick(), 1);
     assert_eq!(agent.hooks.cron().queued()[0].prompt, "once");
+    assert_eq!(ready_now(&mut agent).await.unwrap(), "[Scheduled] once");
     assert_eq!(on_disk(dir.path()), ["cron_0003"]);
 
     // A new session in the same workspace finds the durable job, with its
@@ -320,6 +323,156 @@ async fn durable_jobs_survive_a_restart_and_bad_entries_are_reported_and_skipped
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].job.id, "cron_0003");
     assert_eq!(listed[0].next, Some(at("2026-12-01T08:00:00Z")));
+}
+
+/// The ids of the jobs in the durable file of `dir`.
+fn ids_on_disk(dir: &std::path::Path) -> Vec<String> {
+    let jobs: Vec<CronJob> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(FILE_NAME)).unwrap()).unwrap();
+    jobs.into_iter().map(|job| job.id).collect()
+}
+
+#[tokio::test]
+async fn a_durable_one_shot_job_stays_on_disk_until_it_is_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(at("2026-12-01T10:02:30Z")));
+    let cron = CronScheduler::new(dir.path(), clock.clone(), Notices::new());
+    cron.schedule("5 11 * * *", "once, at 11:05", false, true)
+        .unwrap();
+    clock.set(at("2026-12-01T10:05:00Z"));
+    assert_eq!(cron.tick(), 1);
+    // Fired, not delivered: a crash now must not lose it.
+    assert!(cron.list().is_empty());
+    assert_eq!(ids_on_disk(dir.path()), ["cron_0001"]);
+    // Delivered: gone, so the next session does not fire it again.
+    assert_eq!(cron.next_due().await.prompt, "once, at 11:05");
+    assert_eq!(ids_on_disk(dir.path()), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn two_processes_saving_durable_cron_jobs_in_one_workspace_keep_all_jobs_with_distinct_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(at("2026-12-01T10:02:30Z")));
+    // Two sessions, each with its own memory, as two processes have.
+    let a = CronScheduler::new(dir.path(), clock.clone(), Notices::new());
+    let b = CronScheduler::new(dir.path(), clock.clone(), Notices::new());
+    let id = |scheduler: &CronScheduler, prompt: &str, durable: bool| {
+        scheduler
+            .schedule("0 9 * * *", prompt, true, durable)
+            .unwrap()
+            .job
+            .id
+    };
+    let a1 = id(&a, "a1", true);
+    let b1 = id(&b, "b1", true);
+    let b2 = id(&b, "b2 (session)", false);
+    let a2 = id(&a, "a2", true);
+    let b3 = id(&b, "b3", true);
+    let durable = [&a1, &b1, &a2, &b3];
+    let distinct: std::collections::BTreeSet<_> = durable.iter().collect();
+    assert_eq!(distinct.len(), durable.len(), "{durable:?}");
+    // A session-only job is never saved, but its id still comes after
+    // every id saved before it.
+    assert!(![&a1, &b1].contains(&&b2), "{b2} repeats a saved id");
+    assert_eq!(ids_on_disk(dir.path()), [&*a1, &*b1, &*a2, &*b3]);
+    // Cancelling one session's job keeps the other's; either session may
+    // cancel a job the other saved.
+    b.cancel(&b1).unwrap();
+    assert_eq!(ids_on_disk(dir.path()), [&*a1, &*a2, &*b3]);
+    a.cancel(&b3).unwrap();
+    assert_eq!(ids_on_disk(dir.path()), [&*a1, &*a2]);
+    // A third session loads everything that is left.
+    let c = CronScheduler::new(dir.path(), clock, Notices::new());
+    let loaded: Vec<String> = c.list().into_iter().map(|listed| listed.job.id).collect();
+    assert_eq!(loaded, [a1, a2]);
+}
+
+/// The environment variables that turn [`cron_saver_process`] on.
+const SAVER_DIR: &str = "CRON_TEST_SAVER_DIR";
+const SAVER_NAME: &str = "CRON_TEST_SAVER_NAME";
+const SAVERS: usize = 4;
+const JOBS_PER_SAVER: usize = 10;
+/// What a saver process prints once its scheduler has loaded the file.
+const SAVER_READY: &str = "cron saver ready";
+
+/// Not a test of its own: the body of each saver *process* in the test
+/// below, which runs this test binary again with only this test selected.
+#[test]
+#[ignore = "run as a child process by durable_jobs_saved_by_real_processes_are_all_kept"]
+fn cron_saver_process() {
+    use std::io::{BufRead, Write};
+    let (Ok(dir), Ok(name)) = (std::env::var(SAVER_DIR), std::env::var(SAVER_NAME)) else {
+        return;
+    };
+    let clock = Arc::new(ManualClock::new(at("2026-12-01T10:02:30Z")));
+    // Loaded before any process saves: each starts with the same (empty)
+    // view of the file, as two sessions started together do.
+    let cron = CronScheduler::new(std::path::Path::new(&dir), clock, Notices::new());
+    println!("{SAVER_READY}");
+    std::io::stdout().flush().unwrap();
+    let mut go = String::new();
+    std::io::stdin().lock().read_line(&mut go).unwrap();
+    for n in 0..JOBS_PER_SAVER {
+        cron.schedule("0 9 * * *", &format!("{name} {n}"), true, true)
+            .unwrap();
+    }
+}
+
+#[test]
+fn durable_jobs_saved_by_real_processes_are_all_kept() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    // Each process loads the (empty) file, says so, and waits at a gate (a
+    // line on standard input), so that all of them save at the same time.
+    let mut savers: Vec<_> = (0..SAVERS)
+        .map(|n| {
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "cron_tools::cron_saver_process",
+                    "--exact",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(SAVER_DIR, dir.path())
+                .env(SAVER_NAME, format!("saver-{n}"))
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let stdout = BufReader::new(child.stdout.take().unwrap());
+            (child, stdout)
+        })
+        .collect();
+    // The test harness writes its own words on the same lines, so the
+    // marker is searched for, not expected alone.
+    for (_, stdout) in &mut savers {
+        let mut line = String::new();
+        while !line.contains(SAVER_READY) {
+            line.clear();
+            let read = stdout.read_line(&mut line).unwrap();
+            assert!(read > 0, "a saver ended before it was ready");
+        }
+    }
+    for (child, _) in &mut savers {
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    }
+    for (mut child, mut stdout) in savers {
+        // Read to the end before waiting, so the harness never writes to a
+        // closed pipe.
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+        assert!(child.wait().unwrap().success(), "{rest}");
+    }
+    let jobs: Vec<CronJob> =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap())
+            .unwrap();
+    let prompts: std::collections::BTreeSet<_> = jobs.iter().map(|job| &job.prompt).collect();
+    let ids: std::collections::BTreeSet<_> = jobs.iter().map(|job| &job.id).collect();
+    assert_eq!(jobs.len(), SAVERS * JOBS_PER_SAVER, "{prompts:?}");
+    assert_eq!(prompts.len(), jobs.len());
+    assert_eq!(ids.len(), jobs.len(), "two jobs share an id");
 }
 
 /// A clock that follows tokio's (paused) time from a fixed start.

@@ -12,11 +12,17 @@
 //!   temporary file next to the real one and renames it over the real one.
 //!   A rename within a directory is atomic, so a crash leaves either the
 //!   old file or the new one, never a mixture.
+//!
+//! Two sessions may share a workspace, and so this file. Neither may save
+//! the jobs it holds in memory over the file, or the last one to save would
+//! erase the other's. Every change is a read-modify-write instead, under
+//! the file lock taken by [`StoreLock::acquire`] (the task board's kind of
+//! lock, lesson 12): read the file, add or remove one job, write it back.
 
 use std::collections::HashSet;
-use std::fs;
+use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -24,6 +30,39 @@ use super::job::CronJob;
 
 /// The name of the file that holds durable jobs (fixed by the course).
 pub const FILE_NAME: &str = ".scheduled_tasks.json";
+
+/// The lock file beside it.
+pub const LOCK_FILE_NAME: &str = ".scheduled_tasks.json.lock";
+
+// ANCHOR: lock
+/// Holds the durable jobs file's lock until dropped: an exclusive
+/// `File::lock` on [`LOCK_FILE_NAME`], which holds between threads and
+/// between processes, and which the system releases if its holder dies.
+#[derive(Debug)]
+pub struct StoreLock {
+    // Closing the file releases the lock.
+    _file: File,
+}
+
+impl StoreLock {
+    /// Waits for the lock of the jobs file at `path`, and takes it. It is
+    /// held only for one read-modify-write, a few milliseconds.
+    pub fn acquire(path: &Path) -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(lock_path(path))?;
+        file.lock()?;
+        Ok(Self { _file: file })
+    }
+}
+
+/// The lock file for the jobs file at `path`.
+fn lock_path(path: &Path) -> PathBuf {
+    path.with_file_name(LOCK_FILE_NAME)
+}
+// ANCHOR_END: lock
 
 /// Reads durable jobs from `path`.
 ///

@@ -90,6 +90,15 @@ impl Schedule {
         Ok(job)
     }
 
+    /// Makes the ids generated from now on continue after every id in
+    /// `taken`: the ids another session saved, so that no two jobs in one
+    /// workspace ever share one.
+    pub fn continue_after<'a>(&mut self, taken: impl IntoIterator<Item = &'a str>) {
+        for number in taken.into_iter().filter_map(id_number) {
+            self.next_number = self.next_number.max(number.saturating_add(1));
+        }
+    }
+
     /// Removes the job with this id and returns it, or `None` if there is
     /// no such job.
     pub fn cancel(&mut self, id: &str) -> Option<CronJob> {

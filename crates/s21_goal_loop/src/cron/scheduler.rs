@@ -12,9 +12,14 @@
 //!   fires during a turn waits for the turn to end.
 //!
 //! Durable jobs are loaded from `.scheduled_tasks.json` when the scheduler
-//! is made and saved after every change to them, atomically. The ticker is
-//! started lazily, by the first call that happens inside a tokio runtime,
-//! and stopped when the scheduler is dropped.
+//! is made. Every change to them is a read-modify-write of that file under
+//! its lock (see [`store`]), so another session in the same workspace keeps
+//! its jobs; ids are decided under the same lock, after every id in the
+//! file, so two sessions never give one id to two durable jobs. A durable one-shot
+//! job leaves the file when it is delivered, not when it fires: a crash in
+//! between loses nothing. The ticker is started lazily, by the first call
+//! that happens inside a tokio runtime, and stopped when the scheduler is
+//! dropped.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -49,6 +54,9 @@ struct Inner {
     /// `.scheduled_tasks.json` in the workspace.
     store: PathBuf,
     notices: Notices,
+    /// The problems last reported about the file, so that the same ones
+    /// are not reported again.
+    reported: Mutex<Vec<String>>,
     ticker: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -68,7 +76,7 @@ pub enum ScheduleError {
     EmptyPrompt,
     #[error("no cron job {id}; {}", known_jobs(.known))]
     Unknown { id: String, known: Vec<String> },
-    #[error("could not save {}: {source}; nothing was changed", .path.display())]
+    #[error("could not update {}: {source}; nothing was changed", .path.display())]
     Save {
         path: PathBuf,
         source: std::io::Error,
@@ -93,21 +101,11 @@ impl CronScheduler {
         for problem in &problems {
             notices.emit(TAG, format!("skipped: {problem}"));
         }
-        // The next save rewrites the file with the jobs that loaded. What
+        // The next change rewrites the file with the jobs that load. What
         // could not be read may be a person's edit worth fixing, so a copy
         // of the file as it was is kept beside it.
         if !problems.is_empty() {
-            let backup = root.join(BACKUP_FILE_NAME);
-            match std::fs::copy(&store_path, &backup) {
-                Ok(_) => notices.emit(
-                    TAG,
-                    format!("kept a copy of {} as {BACKUP_FILE_NAME}", store::FILE_NAME),
-                ),
-                Err(error) => notices.emit(
-                    TAG,
-                    format!("could not keep a copy of {}: {error}", store::FILE_NAME),
-                ),
-            }
+            keep_backup(&store_path, &notices);
         }
         let mut schedule = Schedule::new();
         let mut loaded = 0;
@@ -135,6 +133,7 @@ impl CronScheduler {
                 clock,
                 store: store_path,
                 notices,
+                reported: Mutex::new(problems),
                 ticker: Mutex::new(None),
             }),
         }
@@ -160,14 +159,31 @@ impl CronScheduler {
             cron: cron.to_string(),
             source,
         };
+        let job = CronJob::new(cron.trim(), prompt.trim(), recurring, durable);
+        job.expr().map_err(invalid)?;
         let mut schedule = self.inner.schedule();
-        let job = schedule
-            .add(CronJob::new(cron.trim(), prompt.trim(), recurring, durable))
-            .map_err(invalid)?;
-        if durable && let Err(error) = self.save(&schedule) {
-            schedule.cancel(&job.id);
-            return Err(error);
-        }
+        let job = if durable {
+            // The id is decided under the file's lock, after every id
+            // another session saved, and the job joins the file as it is
+            // now, not as this session last saw it.
+            let _lock = self.lock()?;
+            let mut on_disk = self.read();
+            schedule.continue_after(on_disk.iter().map(|job| job.id.as_str()));
+            let job = schedule.add(job).map_err(invalid)?;
+            on_disk.push(job.clone());
+            if let Err(error) = self.write(&on_disk) {
+                schedule.cancel(&job.id);
+                return Err(error);
+            }
+            job
+        } else {
+            // A session-only job is never written, so it takes no lock;
+            // its id still comes after every id in the file, so that it
+            // never names a job another session saved before it.
+            let (on_disk, _) = store::load(&self.inner.store);
+            schedule.continue_after(on_disk.iter().map(|job| job.id.as_str()));
+            schedule.add(job).map_err(invalid)?
+        };
         let next = schedule.next_fire(&job.id, &self.inner.clock.now());
         drop(schedule);
         self.ensure_ticking();
@@ -175,24 +191,49 @@ impl CronScheduler {
     }
     // ANCHOR_END: schedule
 
-    /// Removes a job (from disk too, if it was durable).
+    // ANCHOR: cancel
+    /// Removes a job: from the schedule, from the queue if it fired and was
+    /// not delivered yet, and from the file, whichever session saved it.
     pub fn cancel(&self, id: &str) -> Result<CronJob, ScheduleError> {
         let mut schedule = self.inner.schedule();
-        let Some(job) = schedule.cancel(id) else {
-            return Err(ScheduleError::Unknown {
-                id: id.to_string(),
-                known: schedule.jobs().map(|job| job.id.clone()).collect(),
-            });
+        let mut queue = self.inner.queue();
+        let in_schedule = schedule.cancel(id);
+        let in_queue = match queue.iter().position(|job| job.id == id) {
+            Some(index) => queue.remove(index),
+            None => None,
         };
-        if job.durable
-            && let Err(error) = self.save(&schedule)
-        {
-            // Put it back: the file still has it.
-            let _ = schedule.add(job);
-            return Err(error);
+        let in_memory = in_schedule.clone().or_else(|| in_queue.clone());
+        let mut on_disk = None;
+        if in_memory.as_ref().is_none_or(|job| job.durable) {
+            // Read-modify-write: the other jobs in the file stay as they are.
+            let changed = self.lock().and_then(|_lock| {
+                let mut jobs = self.read();
+                let Some(index) = jobs.iter().position(|job| job.id == id) else {
+                    return Ok(None);
+                };
+                let job = jobs.remove(index);
+                self.write(&jobs).map(|()| Some(job))
+            });
+            match changed {
+                Ok(job) => on_disk = job,
+                Err(error) => {
+                    // Put it back: the file still has it.
+                    if let Some(job) = in_schedule {
+                        let _ = schedule.add(job);
+                    }
+                    if let Some(job) = in_queue {
+                        queue.push_front(job);
+                    }
+                    return Err(error);
+                }
+            }
         }
-        Ok(job)
+        in_memory.or(on_disk).ok_or_else(|| ScheduleError::Unknown {
+            id: id.to_string(),
+            known: schedule.jobs().map(|job| job.id.clone()).collect(),
+        })
     }
+    // ANCHOR_END: cancel
 
     /// Every job, in the order they were scheduled, with its next fire time.
     pub fn list(&self) -> Vec<Listed> {
@@ -214,14 +255,9 @@ impl CronScheduler {
     pub fn tick(&self) -> usize {
         let now = self.inner.clock.now();
         let mut schedule = self.inner.schedule();
+        // A durable one-shot job that fired is gone from the schedule, but
+        // stays in the file until it is delivered (see `next_due`).
         let fired = schedule.tick(&now);
-        // A durable one-shot job that fired is gone from the schedule, and
-        // must go from the file too, or the next session would fire it again.
-        if fired.iter().any(|job| job.durable && !job.recurring)
-            && let Err(error) = self.save(&schedule)
-        {
-            self.inner.notices.emit(TAG, error.to_string());
-        }
         drop(schedule);
         let count = fired.len();
         if count > 0 {
@@ -240,19 +276,47 @@ impl CronScheduler {
     // ANCHOR_END: tick
 
     // ANCHOR: next_due
-    /// Waits for the next fired job and takes it off the queue. Cancel-safe:
-    /// a job is taken only in the poll that returns it. Starts the ticker if
-    /// it is not running yet.
+    /// Waits for the next fired job and takes it off the queue: this is its
+    /// delivery. Cancel-safe: a job is taken only in the poll that returns
+    /// it. Starts the ticker if it is not running yet.
+    ///
+    /// A durable one-shot job leaves the file here, as it is delivered: had
+    /// it left when it fired, a crash before the agent took it would lose
+    /// it. If the file cannot be updated, the job is still delivered, and a
+    /// notice says it may fire again in a later session.
     pub async fn next_due(&self) -> CronJob {
         self.ensure_ticking();
         loop {
             let due = self.inner.due.notified();
             tokio::pin!(due);
             due.as_mut().enable();
-            if let Some(job) = self.inner.queue().pop_front() {
+            let next = self.inner.queue().pop_front();
+            if let Some(job) = next {
+                if job.durable && !job.recurring {
+                    self.forget_delivered(&job);
+                }
                 return job;
             }
             due.await;
+        }
+    }
+
+    /// Removes a delivered one-shot job from the file (read-modify-write).
+    fn forget_delivered(&self, job: &CronJob) {
+        let removed = self.lock().and_then(|_lock| {
+            let mut jobs = self.read();
+            let before = jobs.len();
+            jobs.retain(|saved| saved.id != job.id);
+            if jobs.len() == before {
+                return Ok(());
+            }
+            self.write(&jobs)
+        });
+        if let Err(error) = removed {
+            self.inner.notices.emit(
+                TAG,
+                format!("{error}; {} may fire again in a later session", job.id),
+            );
         }
     }
     // ANCHOR_END: next_due
@@ -288,14 +352,57 @@ impl CronScheduler {
     }
     // ANCHOR_END: ticker
 
-    /// Writes the durable jobs to `.scheduled_tasks.json`.
-    fn save(&self, schedule: &Schedule) -> Result<(), ScheduleError> {
-        store::save(&self.inner.store, &schedule.durable_jobs()).map_err(|source| {
-            ScheduleError::Save {
-                path: self.inner.store.clone(),
-                source,
+    // ANCHOR: read_modify_write
+    /// Takes the lock of `.scheduled_tasks.json`, for one read-modify-write.
+    fn lock(&self) -> Result<store::StoreLock, ScheduleError> {
+        store::StoreLock::acquire(&self.inner.store).map_err(|source| self.failed(source))
+    }
+
+    /// The jobs in the file now (under the lock). Entries that cannot be
+    /// loaded are dropped by the next write, so they are reported and the
+    /// file as it was is copied to the backup first.
+    fn read(&self) -> Vec<CronJob> {
+        let (jobs, problems) = store::load(&self.inner.store);
+        // The problems found at start-up were reported then, and are still
+        // in the file until this first change: no need to say them twice.
+        let mut reported = self.inner.reported();
+        if !problems.is_empty() && problems != *reported {
+            for problem in &problems {
+                self.inner.notices.emit(TAG, format!("skipped: {problem}"));
             }
-        })
+            keep_backup(&self.inner.store, &self.inner.notices);
+        }
+        *reported = problems;
+        jobs
+    }
+
+    /// Writes `jobs` as the file (under the lock), atomically.
+    fn write(&self, jobs: &[CronJob]) -> Result<(), ScheduleError> {
+        store::save(&self.inner.store, jobs).map_err(|source| self.failed(source))
+    }
+    // ANCHOR_END: read_modify_write
+
+    fn failed(&self, source: std::io::Error) -> ScheduleError {
+        ScheduleError::Save {
+            path: self.inner.store.clone(),
+            source,
+        }
+    }
+}
+
+/// Copies the jobs file at `store_path` to [`BACKUP_FILE_NAME`] beside it:
+/// what could not be loaded may be a person's edit worth fixing.
+fn keep_backup(store_path: &Path, notices: &Notices) {
+    let backup = store_path.with_file_name(BACKUP_FILE_NAME);
+    match std::fs::copy(store_path, &backup) {
+        Ok(_) => notices.emit(
+            TAG,
+            format!("kept a copy of {} as {BACKUP_FILE_NAME}", store::FILE_NAME),
+        ),
+        Err(error) => notices.emit(
+            TAG,
+            format!("could not keep a copy of {}: {error}", store::FILE_NAME),
+        ),
     }
 }
 
@@ -306,6 +413,10 @@ impl Inner {
 
     fn queue(&self) -> MutexGuard<'_, VecDeque<CronJob>> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn reported(&self) -> MutexGuard<'_, Vec<String>> {
+        self.reported.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn ticker(&self) -> MutexGuard<'_, Option<JoinHandle<()>>> {
