@@ -130,7 +130,7 @@ impl LessonHooks {
             model: setup.model.clone(),
             model_id: setup.model_id.clone(),
             compact: compactor.config.clone(),
-            registry: Arc::clone(&registry),
+            registry: registry.clone(),
             context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
             board: board.clone(),
             autonomy: options.autonomy,
