@@ -618,8 +618,7 @@ impl Hooks for TeammateHooks {
             Err(why) => return ToolOutput::error(why),
         };
         let output = self.tools.dispatch(call, &context).await;
-        self.registry.trigger_post_tool_use(call, &output);
-        output
+        self.registry.trigger_post_tool_use(call, output)
     }
     // ANCHOR_END: gate
 
