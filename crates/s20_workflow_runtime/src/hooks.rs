@@ -216,7 +216,7 @@ impl LessonHooks {
                 setup.model_id.clone(),
                 compactor.config.clone(),
             ),
-            Arc::clone(&registry),
+            registry.clone(),
             ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
             options.workflows.concurrency,
         );
