@@ -1,7 +1,6 @@
 //! What this lesson plugs into the loop.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use shared::cli::Setup;
@@ -403,7 +402,8 @@ impl Hooks for LessonHooks {
     }
 
     fn on_user_prompt(&mut self, prompt: &str) -> PromptCheck {
-        let check = self.registry
+        let check = self
+            .registry
             .trigger_user_prompt_submit(prompt)
             .unwrap_or(PromptCheck::Accept);
         // What the model will be sent, after the hooks had their say: a
