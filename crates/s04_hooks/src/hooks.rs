@@ -62,8 +62,8 @@ impl Hooks for LessonHooks {
             return ToolOutput::error(reason);
         }
         let output = self.tools.dispatch(call, &self.context).await;
-        self.registry.trigger_post_tool_use(call, &output);
-        output
+        // PostToolUse feedback is added to the call's one result.
+        self.registry.trigger_post_tool_use(call, output)
     }
 
     fn on_user_prompt(&mut self, prompt: &str) -> PromptCheck {

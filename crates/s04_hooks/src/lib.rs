@@ -5,7 +5,7 @@
 //! hook registry with four events — `UserPromptSubmit`, `PreToolUse`,
 //! `PostToolUse`, `Stop` — and triggers them from the loop's hook points.
 //! The permission gate becomes one `PreToolUse` hook among several. The
-//! loop does not change, and neither does `permission.rs`.
+//! loop does not change; `permission.rs` keeps its three gates.
 //!
 //! Start reading at [`hook_registry`]: register callbacks per event,
 //! trigger them. Then [`builtin_hooks`], the hooks this lesson registers,

@@ -1,7 +1,5 @@
 //! What this lesson plugs into the loop.
 
-use std::sync::{Arc, Mutex, MutexGuard};
-
 use shared::cli::Setup;
 use shared::hooks::{Hooks, PromptCheck, ToolOutput};
 use shared::protocol::{Message, SystemBlock, ToolSpec, ToolUse};
@@ -11,7 +9,7 @@ use crate::builtin_hooks;
 use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::hook_registry::HookRegistry;
 use crate::skills;
-use crate::subagent::{self, SharedHooks, Subagent, lock};
+use crate::subagent::{self, SharedHooks, Subagent};
 use crate::todo::{self, TodoTracker};
 
 /// The lesson's hooks: a system prompt, a dispatch map of tools (the
@@ -42,7 +40,6 @@ impl LessonHooks {
             &setup.notices,
             options.approver,
         );
-        let registry = Arc::new(Mutex::new(registry));
         let mut tools = base_tools();
         let todos = TodoTracker::new();
         todos.register(&mut tools);
@@ -56,7 +53,7 @@ impl LessonHooks {
         // ANCHOR: register_task
         // Subagents think with the parent's model, behind the parent's hooks.
         let subagent = Subagent::new(setup.model.clone(), setup.model_id.clone());
-        subagent::register(&mut tools, subagent, Arc::clone(&registry));
+        subagent::register(&mut tools, subagent, registry.clone());
         // ANCHOR_END: register_task
         Ok(Self {
             tools,
@@ -72,9 +69,10 @@ impl LessonHooks {
         &mut self.tools
     }
 
-    /// The hook registry, to add hooks of your own. Subagents run them too.
-    pub fn registry(&mut self) -> MutexGuard<'_, HookRegistry> {
-        lock(&self.registry)
+    /// The hook registry, to add hooks of your own: a handle on the one
+    /// the subagents share, so they run them too.
+    pub fn registry(&mut self) -> HookRegistry {
+        self.registry.clone()
     }
 }
 
@@ -98,24 +96,24 @@ impl Hooks for LessonHooks {
 
     // ANCHOR: triggers
     async fn run_tool(&mut self, call: &ToolUse) -> ToolOutput {
-        // The registry is locked for the hooks only, never across the tool:
-        // `task`'s subagent locks it for its own calls.
-        if let Some(reason) = lock(&self.registry).trigger_pre_tool_use(call) {
+        // No lock is held across the tool, nor across the hooks: `task`'s
+        // subagent triggers the same registry for its own calls meanwhile.
+        if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);
         }
         let output = self.tools.dispatch(call, &self.context).await;
-        lock(&self.registry).trigger_post_tool_use(call, &output);
-        output
+        // PostToolUse feedback is added to the call's one result.
+        self.registry.trigger_post_tool_use(call, output)
     }
 
     fn on_user_prompt(&mut self, prompt: &str) -> PromptCheck {
-        lock(&self.registry)
+        self.registry
             .trigger_user_prompt_submit(prompt)
             .unwrap_or(PromptCheck::Accept)
     }
 
     async fn on_stop(&mut self, history: &[Message]) -> Option<String> {
-        lock(&self.registry).trigger_stop(history)
+        self.registry.trigger_stop(history)
     }
     // ANCHOR_END: triggers
 

@@ -1,7 +1,5 @@
 //! What this lesson plugs into the loop.
 
-use std::sync::{Arc, Mutex, MutexGuard};
-
 use shared::cli::Setup;
 use shared::error::ApiError;
 use shared::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
@@ -13,7 +11,7 @@ use crate::compact::{Compactor, send_with_reactive_compaction};
 use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::hook_registry::HookRegistry;
 use crate::skills;
-use crate::subagent::{self, SharedHooks, Subagent, lock};
+use crate::subagent::{self, SharedHooks, Subagent};
 use crate::todo::{self, TodoTracker};
 
 /// The lesson's hooks: a system prompt, a dispatch map of tools (the
@@ -46,7 +44,6 @@ impl LessonHooks {
             &setup.notices,
             options.approver,
         );
-        let registry = Arc::new(Mutex::new(registry));
         let mut tools = base_tools();
         let todos = TodoTracker::new();
         todos.register(&mut tools);
@@ -68,7 +65,7 @@ impl LessonHooks {
             setup.model_id.clone(),
             compactor.config.clone(),
         );
-        subagent::register(&mut tools, subagent, Arc::clone(&registry));
+        subagent::register(&mut tools, subagent, registry.clone());
         // ANCHOR_END: register_task
         Ok(Self {
             tools,
@@ -85,9 +82,10 @@ impl LessonHooks {
         &mut self.tools
     }
 
-    /// The hook registry, to add hooks of your own. Subagents run them too.
-    pub fn registry(&mut self) -> MutexGuard<'_, HookRegistry> {
-        lock(&self.registry)
+    /// The hook registry, to add hooks of your own: a handle on the one
+    /// the subagents share, so they run them too.
+    pub fn registry(&mut self) -> HookRegistry {
+        self.registry.clone()
     }
 
     /// The compactor, to read its state or change its thresholds
@@ -117,18 +115,19 @@ impl Hooks for LessonHooks {
 
     // ANCHOR: triggers
     async fn run_tool(&mut self, call: &ToolUse) -> ToolOutput {
-        // The registry is locked for the hooks only, never across the tool:
-        // `task`'s subagent locks it for its own calls.
-        if let Some(reason) = lock(&self.registry).trigger_pre_tool_use(call) {
+        // No lock is held across the tool, nor across the hooks: `task`'s
+        // subagent triggers the same registry for its own calls meanwhile.
+        if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);
         }
         let output = self.tools.dispatch(call, &self.context).await;
-        lock(&self.registry).trigger_post_tool_use(call, &output);
-        output
+        // PostToolUse feedback is added to the call's one result.
+        self.registry.trigger_post_tool_use(call, output)
     }
 
     fn on_user_prompt(&mut self, prompt: &str) -> PromptCheck {
-        let check = lock(&self.registry)
+        let check = self
+            .registry
             .trigger_user_prompt_submit(prompt)
             .unwrap_or(PromptCheck::Accept);
         if !matches!(check, PromptCheck::Block(_)) {
@@ -138,7 +137,7 @@ impl Hooks for LessonHooks {
     }
 
     async fn on_stop(&mut self, history: &[Message]) -> Option<String> {
-        lock(&self.registry).trigger_stop(history)
+        self.registry.trigger_stop(history)
     }
     // ANCHOR_END: triggers
 

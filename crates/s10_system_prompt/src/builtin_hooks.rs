@@ -57,7 +57,7 @@ pub const HOOK_TAG: &str = "hook";
 // ANCHOR: permission
 /// `PreToolUse`: lesson 3's three gates, unchanged. A denial blocks the
 /// call, and its text is what the model reads.
-pub fn permission_hook(mut gate: PermissionGate) -> impl FnMut(&ToolUse) -> Option<String> + Send {
+pub fn permission_hook(gate: PermissionGate) -> impl Fn(&ToolUse) -> Option<String> + Send + Sync {
     move |call| match gate.check(call) {
         Decision::Allow => None,
         Decision::Deny(reason) => Some(reason),
@@ -72,7 +72,7 @@ pub fn permission_hook(mut gate: PermissionGate) -> impl FnMut(&ToolUse) -> Opti
 pub fn context_hook(
     root: PathBuf,
     notices: Notices,
-) -> impl FnMut(&str) -> Option<PromptCheck> + Send {
+) -> impl Fn(&str) -> Option<PromptCheck> + Send + Sync {
     move |_prompt| {
         notices.emit(
             HOOK_TAG,
@@ -83,7 +83,7 @@ pub fn context_hook(
 }
 
 /// `PreToolUse`: logs each call that is about to run.
-pub fn log_pre_tool_use(notices: Notices) -> impl FnMut(&ToolUse) -> Option<String> + Send {
+pub fn log_pre_tool_use(notices: Notices) -> impl Fn(&ToolUse) -> Option<String> + Send + Sync {
     move |call| {
         notices.emit(
             HOOK_TAG,
@@ -94,7 +94,7 @@ pub fn log_pre_tool_use(notices: Notices) -> impl FnMut(&ToolUse) -> Option<Stri
 }
 
 /// `PostToolUse`: logs how much each call returned.
-pub fn log_post_tool_use(notices: Notices) -> impl FnMut(&ToolUse, &ToolOutput) + Send {
+pub fn log_post_tool_use(notices: Notices) -> impl Fn(&ToolUse, &ToolOutput) + Send + Sync {
     move |call, output| {
         let size = output.text.chars().count();
         let outcome = if output.is_error {
@@ -116,7 +116,7 @@ pub fn log_post_tool_use(notices: Notices) -> impl FnMut(&ToolUse, &ToolOutput) 
 pub fn large_output_hook(
     threshold: usize,
     notices: Notices,
-) -> impl FnMut(&ToolUse, &ToolOutput) + Send {
+) -> impl Fn(&ToolUse, &ToolOutput) + Send + Sync {
     move |call, output| {
         let size = output.text.chars().count();
         if size > threshold {
@@ -134,7 +134,7 @@ pub fn large_output_hook(
 /// `Stop`: counts the tool calls of the session so far. It returns
 /// `None`, so the turn ends; a `Some(prompt)` would send the model back
 /// to work.
-pub fn summary_hook(notices: Notices) -> impl FnMut(&[Message]) -> Option<String> + Send {
+pub fn summary_hook(notices: Notices) -> impl Fn(&[Message]) -> Option<String> + Send + Sync {
     move |history| {
         let calls = history
             .iter()

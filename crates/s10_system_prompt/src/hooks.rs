@@ -1,7 +1,5 @@
 //! What this lesson plugs into the loop.
 
-use std::sync::{Arc, Mutex, MutexGuard};
-
 use shared::cli::Setup;
 use shared::error::ApiError;
 use shared::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
@@ -17,7 +15,7 @@ use crate::prompt::{
     ConversationBreakpoints, PromptAssembler, Section, log_cache_usage, mark_last_tool, sources,
 };
 use crate::skills;
-use crate::subagent::{self, SharedHooks, Subagent, lock};
+use crate::subagent::{self, SharedHooks, Subagent};
 use crate::todo::{self, TodoTracker};
 
 /// The lesson's hooks: a system prompt, a dispatch map of tools (the
@@ -53,7 +51,6 @@ impl LessonHooks {
             &setup.notices,
             options.approver,
         );
-        let registry = Arc::new(Mutex::new(registry));
         let mut tools = base_tools();
         let todos = TodoTracker::new();
         todos.register(&mut tools);
@@ -75,7 +72,7 @@ impl LessonHooks {
             setup.model_id.clone(),
             compactor.config.clone(),
         );
-        subagent::register(&mut tools, subagent, Arc::clone(&registry));
+        subagent::register(&mut tools, subagent, registry.clone());
         // ANCHOR_END: register_task
         Ok(Self {
             tools,
@@ -95,9 +92,10 @@ impl LessonHooks {
         &mut self.tools
     }
 
-    /// The hook registry, to add hooks of your own. Subagents run them too.
-    pub fn registry(&mut self) -> MutexGuard<'_, HookRegistry> {
-        lock(&self.registry)
+    /// The hook registry, to add hooks of your own: a handle on the one
+    /// the subagents share, so they run them too.
+    pub fn registry(&mut self) -> HookRegistry {
+        self.registry.clone()
     }
 
     /// The compactor, to read its state or change its thresholds
@@ -147,18 +145,19 @@ impl Hooks for LessonHooks {
 
     // ANCHOR: triggers
     async fn run_tool(&mut self, call: &ToolUse) -> ToolOutput {
-        // The registry is locked for the hooks only, never across the tool:
-        // `task`'s subagent locks it for its own calls.
-        if let Some(reason) = lock(&self.registry).trigger_pre_tool_use(call) {
+        // No lock is held across the tool, nor across the hooks: `task`'s
+        // subagent triggers the same registry for its own calls meanwhile.
+        if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);
         }
         let output = self.tools.dispatch(call, &self.context).await;
-        lock(&self.registry).trigger_post_tool_use(call, &output);
-        output
+        // PostToolUse feedback is added to the call's one result.
+        self.registry.trigger_post_tool_use(call, output)
     }
 
     fn on_user_prompt(&mut self, prompt: &str) -> PromptCheck {
-        let check = lock(&self.registry)
+        let check = self
+            .registry
             .trigger_user_prompt_submit(prompt)
             .unwrap_or(PromptCheck::Accept);
         // What the model will be sent, after the hooks had their say: a
@@ -174,7 +173,7 @@ impl Hooks for LessonHooks {
     }
 
     async fn on_stop(&mut self, history: &[Message]) -> Option<String> {
-        let next = lock(&self.registry).trigger_stop(history);
+        let next = self.registry.trigger_stop(history);
         // Extract only when the turn really ends; memory never continues it.
         if next.is_none() {
             self.memory.after_turn(history).await;

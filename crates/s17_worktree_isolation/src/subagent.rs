@@ -34,7 +34,7 @@
 //! the [`Subagent`] and the shared registry when it is registered, and gets
 //! the rest from the call's [`ToolContext`].
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use shared::CancellationToken;
@@ -91,15 +91,11 @@ pub fn spec() -> ToolSpec {
 
 // ANCHOR: shared_hooks
 /// The hook registry, shared by the parent's hooks and every subagent, so
-/// that both run the very same `PreToolUse` and `PostToolUse` hooks. It is
-/// locked only while hooks run, never while a tool runs.
-pub type SharedHooks = Arc<Mutex<HookRegistry>>;
-
-/// Locks the shared registry. No hook is expected to panic; if one did, the
-/// registry itself is still intact, so the lock is taken anyway.
-pub fn lock(hooks: &SharedHooks) -> MutexGuard<'_, HookRegistry> {
-    hooks.lock().unwrap_or_else(PoisonError::into_inner)
-}
+/// that both run the very same `PreToolUse` and `PostToolUse` hooks.
+/// Lesson 4's registry is already a handle whose clones share the hooks,
+/// and it runs them with its lock released: a subagent's hooks never wait
+/// for the parent's, nor the parent's for a subagent's.
+pub type SharedHooks = HookRegistry;
 // ANCHOR_END: shared_hooks
 
 // ANCHOR: subagent
@@ -146,7 +142,7 @@ impl Subagent {
         };
         let subagent_hooks = SubagentHooks {
             tools: base_tools(),
-            registry: Arc::clone(hooks),
+            registry: hooks.clone(),
             compactor: self.compactor(description, &own_context),
             context: own_context,
         };
@@ -202,7 +198,7 @@ pub fn register(tools: &mut ToolRegistry, subagent: Subagent, hooks: SharedHooks
     let subagent = Arc::new(subagent);
     tools.register(spec(), move |input: Value, context: ToolContext| {
         let subagent = Arc::clone(&subagent);
-        let hooks = Arc::clone(&hooks);
+        let hooks = hooks.clone();
         async move { subagent.run(&input, &context, &hooks).await }
     });
 }
@@ -345,12 +341,11 @@ impl Hooks for SubagentHooks {
     /// exactly as in the parent's `run_tool`. `UserPromptSubmit` and `Stop`
     /// belong to the user's conversation, so they are not triggered here.
     async fn run_tool(&mut self, call: &ToolUse) -> ToolOutput {
-        if let Some(reason) = lock(&self.registry).trigger_pre_tool_use(call) {
+        if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);
         }
         let output = self.tools.dispatch(call, &self.context).await;
-        lock(&self.registry).trigger_post_tool_use(call, &output);
-        output
+        self.registry.trigger_post_tool_use(call, output)
     }
 
     // ANCHOR: compaction

@@ -26,7 +26,7 @@
 //! not a wall.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use shared::cli::{TerminalAnswer, ask_yes_no, describe_input, show_answered};
 use shared::protocol::ToolUse;
@@ -101,7 +101,9 @@ pub trait Approver: Send {
 /// The three gates, in order, in front of every tool call.
 pub struct PermissionGate {
     workspace: Workspace,
-    approver: Box<dyn Approver>,
+    /// Locked only while a question waits for its answer: questions come
+    /// one at a time, and a call no rule asks about never waits for one.
+    approver: Mutex<Box<dyn Approver>>,
     /// The MCP servers, which say which of their tools are read-only.
     mcp: McpHub,
     /// The settings file's rules (lesson 19); none by default.
@@ -114,7 +116,7 @@ impl PermissionGate {
     pub fn new(workspace: Workspace, approver: Box<dyn Approver>, mcp: McpHub) -> Self {
         Self {
             workspace,
-            approver,
+            approver: Mutex::new(approver),
             mcp,
             rules: PermissionRules::default(),
         }
@@ -126,7 +128,7 @@ impl PermissionGate {
     }
 
     /// Decides whether `call` may run.
-    pub fn check(&mut self, call: &ToolUse) -> Decision {
+    pub fn check(&self, call: &ToolUse) -> Decision {
         // Gate 1: the deny list wins over everything, including --yes.
         if call.name == "bash"
             && let Some(pattern) = check_deny_list(command_of(call))
@@ -161,7 +163,12 @@ impl PermissionGate {
             reason: reason.clone(),
             call: call.clone(),
         };
-        match self.approver.approve(&request) {
+        let answer = self
+            .approver
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .approve(&request);
+        match answer {
             Answer::Yes => Decision::Allow,
             Answer::No => Decision::Deny(format!(
                 "Permission denied by the user ({reason}). The call was not run."

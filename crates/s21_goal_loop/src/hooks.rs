@@ -1,7 +1,6 @@
 //! What this lesson plugs into the loop.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use shared::cli::Setup;
@@ -27,7 +26,7 @@ use crate::settings::Settings;
 use crate::settings::command_hooks::{self, HookEnv};
 use crate::skills;
 use crate::slash::{self, StatusView};
-use crate::subagent::{self, SharedHooks, Subagent, lock};
+use crate::subagent::{self, SharedHooks, Subagent};
 use crate::tasks::{self, TASKS_DIR, TaskBoard};
 use crate::team::{self, MAILBOX_DIR, MessageBus, Protocols, Roster, ScanCount, Team};
 use crate::todo::{self, TodoTracker};
@@ -139,7 +138,6 @@ impl LessonHooks {
         );
         // ANCHOR_END: register_settings
         // ANCHOR_END: register_mcp_gate
-        let registry = Arc::new(Mutex::new(registry));
         let mut tools = base_tools();
         // ANCHOR: register_background
         // `bash` again, now able to leave a command running and answer at
@@ -170,7 +168,7 @@ impl LessonHooks {
             setup.model_id.clone(),
             compactor.config.clone(),
         );
-        subagent::register(&mut tools, subagent, Arc::clone(&registry));
+        subagent::register(&mut tools, subagent, registry.clone());
         // ANCHOR_END: register_task
         // ANCHOR: register_board
         // The task board of the workspace, shared by every call (and, from
@@ -202,7 +200,7 @@ impl LessonHooks {
             model: setup.model.clone(),
             model_id: setup.model_id.clone(),
             compact: compactor.config.clone(),
-            registry: Arc::clone(&registry),
+            registry: registry.clone(),
             context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
             board: board.clone(),
             autonomy: options.autonomy,
@@ -221,7 +219,7 @@ impl LessonHooks {
                 setup.model_id.clone(),
                 compactor.config.clone(),
             ),
-            Arc::clone(&registry),
+            registry.clone(),
             ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
             options.workflows.concurrency,
         );
@@ -279,9 +277,10 @@ impl LessonHooks {
         &mut self.tools
     }
 
-    /// The hook registry, to add hooks of your own. Subagents run them too.
-    pub fn registry(&mut self) -> MutexGuard<'_, HookRegistry> {
-        lock(&self.registry)
+    /// The hook registry, to add hooks of your own: a handle on the one
+    /// the subagents share, so they run them too.
+    pub fn registry(&mut self) -> HookRegistry {
+        self.registry.clone()
     }
 
     /// The compactor, to read its state or change its thresholds
@@ -392,18 +391,19 @@ impl Hooks for LessonHooks {
 
     // ANCHOR: triggers
     async fn run_tool(&mut self, call: &ToolUse) -> ToolOutput {
-        // The registry is locked for the hooks only, never across the tool:
-        // `task`'s subagent locks it for its own calls.
-        if let Some(reason) = lock(&self.registry).trigger_pre_tool_use(call) {
+        // No lock is held across the tool, nor across the hooks: `task`'s
+        // subagent triggers the same registry for its own calls meanwhile.
+        if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);
         }
         let output = self.tools.dispatch(call, &self.context).await;
-        lock(&self.registry).trigger_post_tool_use(call, &output);
-        output
+        // PostToolUse feedback is added to the call's one result.
+        self.registry.trigger_post_tool_use(call, output)
     }
 
     fn on_user_prompt(&mut self, prompt: &str) -> PromptCheck {
-        let check = lock(&self.registry)
+        let check = self
+            .registry
             .trigger_user_prompt_submit(prompt)
             .unwrap_or(PromptCheck::Accept);
         // What the model will be sent, after the hooks had their say: a
@@ -420,7 +420,7 @@ impl Hooks for LessonHooks {
     }
 
     async fn on_stop(&mut self, history: &[Message]) -> Option<String> {
-        let next = lock(&self.registry).trigger_stop(history);
+        let next = self.registry.trigger_stop(history);
         // Extract only when the turn really ends; memory never continues it.
         if next.is_none() {
             // ANCHOR: goal_gate

@@ -38,7 +38,7 @@ use super::{
 };
 use crate::compact::{CompactConfig, Compactor, send_with_reactive_compaction};
 use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
-use crate::subagent::{SharedHooks, lock};
+use crate::subagent::SharedHooks;
 use crate::tasks::TaskBoard;
 
 use super::autonomy::{self, Autonomy, ScanCount};
@@ -421,7 +421,7 @@ fn agent_for(
         name: spec.name.clone(),
         role: spec.role.clone(),
         tools,
-        registry: Arc::clone(&shared.registry),
+        registry: shared.registry.clone(),
         compactor: Compactor::new(&setup, shared.compact.clone()),
         gate: Arc::clone(plan_gate),
         context,
@@ -564,12 +564,11 @@ impl Hooks for TeammateHooks {
         if let Err(why) = gate(&self.gate).allows(&call.name) {
             return ToolOutput::error(why);
         }
-        if let Some(reason) = lock(&self.registry).trigger_pre_tool_use(call) {
+        if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);
         }
         let output = self.tools.dispatch(call, &self.context).await;
-        lock(&self.registry).trigger_post_tool_use(call, &output);
-        output
+        self.registry.trigger_post_tool_use(call, output)
     }
     // ANCHOR_END: gate
 

@@ -17,12 +17,14 @@
 //! | exit | meaning |
 //! |------|---------|
 //! | 0    | go on. Standard output may be a JSON decision: `{"decision": "block", "reason": "…"}`, or `hookSpecificOutput.permissionDecision = "deny"`. Other text on standard output, for `UserPromptSubmit`, is added to the prompt as context |
-//! | 2    | block, with standard error as the reason: the tool call is refused and the model reads why; the prompt is not sent; at `Stop` the model is sent back to work with the reason as its prompt |
+//! | 2    | block, with standard error as the reason: the tool call is refused and the model reads why; the prompt is not sent; at `PostToolUse` (the call has run) the model reads the reason added to that call's result; at `Stop` the model is sent back to work with the reason as its prompt |
 //! | else | the hook failed; a notice says so and the agent goes on as if it had passed |
 //!
 //! A hook still running at its timeout is killed (with everything it
 //! started) and counts as failed. `PostToolUse` hooks run after the tool,
-//! so they cannot undo it: a block there is shown as a notice.
+//! so they cannot undo it: a block there (exit 2, or a block decision) is
+//! feedback, added to the call's result for the model to read, as Claude
+//! Code does, and shown as a notice.
 //!
 //! Subagents and teammates run the same registry, so these hooks see their
 //! calls too.
@@ -161,21 +163,27 @@ pub fn register(registry: &mut HookRegistry, hooks: &[CommandHook], env: &HookEn
                     Answer::Pass(_) => None,
                 }
             }),
-            HookEvent::PostToolUse => registry.on_post_tool_use(move |call, output| {
+            HookEvent::PostToolUse => registry.on_post_tool_use_feedback(move |call, output| {
                 if !hook.applies_to(&call.name) {
-                    return;
+                    return None;
                 }
                 let mut fields = tool_fields(call);
                 fields["tool_response"] = tool_response(output);
                 let input = env.input(hook.event, fields);
-                if let Answer::Block(reason) = env.ask(&hook, &input) {
-                    env.notices.emit(
-                        HOOK_TAG,
-                        format!(
-                            "PostToolUse hook ({}) objected to {} after it ran: {reason}",
-                            hook.command, call.name
-                        ),
-                    );
+                match env.ask(&hook, &input) {
+                    // The call has run: the objection is feedback for the
+                    // model, in that call's result.
+                    Answer::Block(reason) => {
+                        env.notices.emit(
+                            HOOK_TAG,
+                            format!(
+                                "PostToolUse hook ({}) objected to {} after it ran: {reason}",
+                                hook.command, call.name
+                            ),
+                        );
+                        Some(format!("{}: {reason}", hook.command))
+                    }
+                    Answer::Pass(_) => None,
                 }
             }),
             HookEvent::Stop => registry.on_stop(move |history: &[Message]| {

@@ -4,6 +4,7 @@
 //! `/status`, `/help`, a bad file refused, and one binary behaving
 //! differently under two files.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -505,6 +506,63 @@ async fn exit_2_blocks_the_call_with_standard_error_as_the_reason() {
     assert!(text.contains("Blocked by a PreToolUse hook"), "{text}");
     assert!(text.contains("no writes today"), "{text}");
     assert!(notices(&recorder).contains("blocked: no writes today"));
+}
+
+#[tokio::test]
+async fn a_post_tool_use_hook_exiting_2_tells_the_model_in_that_call_s_result() {
+    let dir = tempfile::tempdir().unwrap();
+    // A real script: it reads the event, then objects on standard error.
+    let script = dir.path().join("lint.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat > post.json\necho 'style: a.txt has no newline at its end' >&2\nexit 2\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let settings =
+        parse("[[hooks.PostToolUse]]\nmatcher = \"write_file\"\ncommand = \"./lint.sh\"\n")
+            .unwrap();
+    let model = Arc::new(ScriptedModel::new(vec![
+        Reply::tool("write_file", json!({ "path": "a.txt", "content": "x" }))
+            .and_tool("bash", json!({ "command": "echo unlinted" })),
+        Reply::text("done"),
+    ]));
+    let options = lesson::Options {
+        settings,
+        ..support::options()
+    };
+    let mut agent = support::agent_with(dir.path(), model.clone(), options);
+    let mut history = Vec::new();
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
+    outcome.unwrap();
+
+    validate(&history).unwrap();
+    // The call ran: exit 2 after the fact undoes nothing.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "x"
+    );
+    let post: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("post.json")).unwrap())
+            .unwrap();
+    assert_eq!(post["tool_name"], "write_file");
+    let results = results(&history);
+    assert_eq!(results.len(), 2, "one result per call: {results:?}");
+    let (text, is_error) = &results[0];
+    assert!(!is_error, "{text}");
+    assert!(
+        text.ends_with(
+            "\n\n[PostToolUse hook feedback]\n./lint.sh: style: a.txt has no newline at its end"
+        ),
+        "{text}"
+    );
+    assert_eq!(results[1], ("unlinted\n".to_string(), false), "not matched");
+    // What the model read in its next request: the same result, the
+    // stderr in it.
+    let sent = &model.requests()[1]["messages"][2]["content"];
+    assert_eq!(sent.as_array().unwrap().len(), 2, "{sent}");
+    assert_eq!(sent[0]["content"], text.as_str());
+    assert!(notices(&recorder).contains("objected to write_file after it ran"));
 }
 
 #[tokio::test]

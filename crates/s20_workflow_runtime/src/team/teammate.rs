@@ -39,7 +39,7 @@ use super::{
 };
 use crate::compact::{CompactConfig, Compactor, send_with_reactive_compaction};
 use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
-use crate::subagent::{SharedHooks, lock};
+use crate::subagent::SharedHooks;
 use crate::tasks::TaskBoard;
 
 use super::autonomy::{self, Autonomy, ScanCount};
@@ -435,7 +435,7 @@ fn agent_for(
         name: spec.name.clone(),
         role: spec.role.clone(),
         tools,
-        registry: Arc::clone(&shared.registry),
+        registry: shared.registry.clone(),
         compactor: Compactor::new(&setup, shared.compact.clone()),
         gate: Arc::clone(plan_gate),
         context,
@@ -610,7 +610,7 @@ impl Hooks for TeammateHooks {
         if let Err(why) = gate(&self.gate).allows(&call.name) {
             return ToolOutput::error(why);
         }
-        if let Some(reason) = lock(&self.registry).trigger_pre_tool_use(call) {
+        if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);
         }
         let context = match self.place() {
@@ -618,8 +618,7 @@ impl Hooks for TeammateHooks {
             Err(why) => return ToolOutput::error(why),
         };
         let output = self.tools.dispatch(call, &context).await;
-        lock(&self.registry).trigger_post_tool_use(call, &output);
-        output
+        self.registry.trigger_post_tool_use(call, output)
     }
     // ANCHOR_END: gate
 

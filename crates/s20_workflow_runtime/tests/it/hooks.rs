@@ -13,9 +13,9 @@ use lesson::permission::ScriptedApprover;
 use serde_json::{Value, json};
 use shared::agent::{Agent, TurnError};
 use shared::history::validate;
-use shared::hooks::PromptCheck;
+use shared::hooks::{PromptCheck, ToolOutput};
 use shared::model::scripted::{Reply, ScriptedModel};
-use shared::protocol::{Message, Role};
+use shared::protocol::{Message, Role, ToolUse};
 use shared::testing::{FakeResponse, FakeServer, anthropic_stream};
 
 use crate::support;
@@ -122,6 +122,118 @@ async fn post_tool_use_sees_every_call_and_its_output() {
     for (seen, given) in outputs.iter().zip(&given) {
         assert_eq!((&seen.1, seen.2), (&given.0, given.1));
     }
+}
+
+#[tokio::test]
+async fn post_tool_use_feedback_is_added_to_that_call_s_one_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut agent, model) = agent(
+        dir.path(),
+        vec![
+            Reply::tool("write_file", json!({"path": "a.txt", "content": "alpha"}))
+                .and_tool("read_file", json!({"path": "a.txt"})),
+            Reply::text("ok"),
+        ],
+    );
+    let mut registry = agent.hooks.registry().clone();
+    registry.on_post_tool_use_feedback(|call, output| {
+        (call.name == "read_file").then(|| format!("lint: {} is not a word", output.text))
+    });
+    registry.on_post_tool_use_feedback(|call, _| {
+        (call.name == "read_file").then(|| "and a second opinion".to_string())
+    });
+    // An observer after them sees the output as the tool returned it.
+    let observed = log();
+    let seen = observed.clone();
+    registry.on_post_tool_use(move |_, output| seen.lock().unwrap().push(output.text.clone()));
+
+    let mut history = Vec::new();
+    let (outcome, _) = support::turn(&mut agent, &mut history, "go").await;
+    outcome.unwrap();
+
+    validate(&history).unwrap();
+    let results = results(&history[2]);
+    assert_eq!(results.len(), 2, "still one result per call: {results:?}");
+    assert!(!results[0].0.contains("feedback"), "{results:?}");
+    let expected =
+        "alpha\n\n[PostToolUse hook feedback]\nlint: alpha is not a word\nand a second opinion";
+    assert_eq!(results[1], (expected.to_string(), false));
+    assert_eq!(observed.lock().unwrap()[1], "alpha");
+    // The model read it in its next request, in that call's tool_result.
+    let sent = model.requests()[1]["messages"][2]["content"].clone();
+    assert_eq!(sent.as_array().unwrap().len(), 2, "{sent}");
+    assert_eq!(sent[1]["type"], "tool_result");
+    assert_eq!(
+        sent[1]["tool_use_id"],
+        model.requests()[1]["messages"][1]["content"][1]["id"]
+    );
+    assert_eq!(sent[1]["content"], expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_that_waits_holds_up_no_other_agent_s_hooks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut agent, _) = agent(
+        dir.path(),
+        vec![
+            Reply::tool("bash", json!({"command": "echo first"})),
+            Reply::text("ok"),
+        ],
+    );
+    // A second handle on the same registry: what a subagent, a teammate or
+    // a background agent of a later lesson triggers its hooks through.
+    let mut other = agent.hooks.registry().clone();
+    // Like a permission question or a slow command hook: the first call's
+    // hook waits until the test lets it go.
+    let (entered_tx, mut entered) = tokio::sync::mpsc::unbounded_channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = Mutex::new(released);
+    let order = log();
+    let seen = order.clone();
+    other.on_pre_tool_use(move |call| {
+        if call.input["command"] == "echo first" {
+            entered_tx.send(()).unwrap();
+            released.lock().unwrap().recv().unwrap();
+        }
+        seen.lock().unwrap().push(format!("pre {}", call.id));
+        None
+    });
+    let first = tokio::spawn(async move {
+        let mut history = Vec::new();
+        let (outcome, _) = support::turn(&mut agent, &mut history, "go").await;
+        outcome.unwrap();
+        history
+    });
+    entered.recv().await.unwrap();
+
+    // While that hook waits, another agent's call passes every event's
+    // hooks, and a hook can be added. Held behind the waiting hook, this
+    // would never return (the waiting hook is only released after it).
+    let another = tokio::task::spawn_blocking(move || {
+        let call = ToolUse {
+            id: "second".into(),
+            name: "read_file".into(),
+            input: json!({"path": "a.txt"}),
+        };
+        let blocked = other.trigger_pre_tool_use(&call);
+        let output = other.trigger_post_tool_use(&call, ToolOutput::ok("a"));
+        other.on_stop(|_| None);
+        (blocked, output, other.trigger_stop(&[]))
+    })
+    .await
+    .unwrap();
+
+    assert_eq!(another, (None, ToolOutput::ok("a"), None));
+    assert!(!first.is_finished(), "the first call is still waiting");
+    assert_eq!(*order.lock().unwrap(), ["pre second"]);
+    release.send(()).unwrap();
+    let history = first.await.unwrap();
+    validate(&history).unwrap();
+    let first_id = history[1].tool_uses().next().unwrap().id.clone();
+    assert_eq!(
+        *order.lock().unwrap(),
+        ["pre second".to_string(), format!("pre {first_id}")]
+    );
 }
 
 #[tokio::test]

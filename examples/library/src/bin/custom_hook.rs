@@ -50,7 +50,7 @@ fn no_rm(call: &ToolUse) -> Option<String> {
 
 /// `PostToolUse`: appends `name ok|error input` to the log. A hook cannot
 /// fail the call it watches, so a log that cannot be written is skipped.
-fn audit(log: PathBuf) -> impl FnMut(&ToolUse, &ToolOutput) + Send {
+fn audit(log: PathBuf) -> impl Fn(&ToolUse, &ToolOutput) + Send + Sync {
     move |call, output| {
         let status = if output.is_error { "error" } else { "ok" };
         if let Ok(mut file) = std::fs::OpenOptions::new()
