@@ -22,7 +22,7 @@ use crate::recovery::Recovery;
 use crate::skills;
 use crate::subagent::{self, SharedHooks, Subagent, lock};
 use crate::tasks::{self, TASKS_DIR, TaskBoard};
-use crate::team::{self, MAILBOX_DIR, MessageBus, Protocols, Roster, Team};
+use crate::team::{self, MessageBus, Protocols, Roster, Team};
 use crate::todo::{self, TodoTracker};
 
 /// The lesson's hooks: a system prompt, a dispatch map of tools (the
@@ -119,8 +119,12 @@ impl LessonHooks {
         // ANCHOR: register_team
         // The team: teammates think with the lead's model stack, behind the
         // lead's hooks, and talk through mailboxes in the workspace.
+        // Keyed by the team's name, so another team's lead in this
+        // workspace never reads this team's mail.
+        let mailboxes = team::mailbox_dir(setup.workspace.root(), &options.team)
+            .map_err(|error| anyhow::anyhow!("invalid team name: {error}"))?;
         let team = Team::new(team::Shared {
-            bus: MessageBus::new(setup.workspace.root().join(MAILBOX_DIR)),
+            bus: MessageBus::new(mailboxes),
             protocols: Protocols::new(),
             roster: Roster::default(),
             model: setup.model.clone(),
