@@ -20,6 +20,11 @@
 //! The handler is written by hand against [`ServerHandler`] (no macros),
 //! so every message it answers is visible here. Start at
 //! [`DocsServer::call_tool`].
+//!
+//! It speaks both transports of the protocol: standard input and output
+//! ([`serve_stdio`], one client, the server a child of it) and Streamable
+//! HTTP ([`serve_http`], at `/mcp`, many clients, each in a session of its
+//! own).
 
 // Roots and logging are deprecated in the SDK's newest protocol revision,
 // which this server does not speak; it negotiates 2025-11-25, where both
@@ -28,16 +33,21 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::IntoResponse;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
     PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, Resource,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
@@ -82,6 +92,9 @@ const MAX_WAIT_SECONDS: u64 = 600;
 struct State {
     docs: BTreeMap<String, String>,
     drafts_enabled: bool,
+    /// The least severe log message the client wants (`logging/setLevel`);
+    /// `info` until it says otherwise.
+    log_level: LoggingLevel,
 }
 
 /// The docs server. Clones share one state.
@@ -107,6 +120,7 @@ impl DocsServer {
             state: Arc::new(Mutex::new(State {
                 docs,
                 drafts_enabled: false,
+                log_level: LoggingLevel::Info,
             })),
         }
     }
@@ -288,12 +302,7 @@ impl DocsServer {
                 let seconds = args.get("seconds").and_then(Value::as_f64).unwrap_or(0.0);
                 let seconds = seconds.clamp(0.0, MAX_WAIT_SECONDS as f64);
                 // Said before the wait, so a client can tell the call has begun.
-                let _ = context
-                    .peer
-                    .notify_logging_message(LoggingMessageNotificationParam::new(
-                        LoggingLevel::Info,
-                        json!(format!("waiting {seconds} s")),
-                    ))
+                self.log(&context, LoggingLevel::Info, format!("waiting {seconds} s"))
                     .await;
                 tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
                 Ok(CallToolResult::success(vec![ContentBlock::text(format!(
@@ -318,12 +327,7 @@ impl DocsServer {
         let token = context.meta.get_progress_token();
         let total = titles.len();
         for (done, title) in titles.iter().enumerate() {
-            let _ = context
-                .peer
-                .notify_logging_message(LoggingMessageNotificationParam::new(
-                    LoggingLevel::Info,
-                    json!(format!("indexed {title}")),
-                ))
+            self.log(context, LoggingLevel::Info, format!("indexed {title}"))
                 .await;
             if let Some(token) = &token {
                 let _ = context
@@ -339,6 +343,20 @@ impl DocsServer {
         Ok(CallToolResult::success(vec![ContentBlock::text(format!(
             "reindexed {total} documents"
         ))]))
+    }
+}
+
+impl DocsServer {
+    /// Sends a log message, unless it is less severe than the level the
+    /// client set.
+    async fn log(&self, context: &RequestContext<RoleServer>, level: LoggingLevel, text: String) {
+        if (level as u8) < (self.lock().log_level as u8) {
+            return;
+        }
+        let _ = context
+            .peer
+            .notify_logging_message(LoggingMessageNotificationParam::new(level, json!(text)))
+            .await;
     }
 }
 
@@ -362,6 +380,17 @@ impl ServerHandler for DocsServer {
         Cow::Borrowed(ProtocolVersion::known_up_to(
             &ProtocolVersion::LATEST_WITH_INITIALIZE,
         ))
+    }
+
+    /// `logging/setLevel`: the server declares the logging capability, so
+    /// it answers this and sends only messages at least this severe.
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.lock().log_level = request.level;
+        Ok(())
     }
 
     async fn list_tools(
@@ -389,6 +418,50 @@ pub async fn serve_stdio() -> anyhow::Result<()> {
     service.waiting().await?;
     Ok(())
 }
+
+// ANCHOR: serve_http
+/// Serves Streamable HTTP at `http://{addr}/mcp` until the process ends,
+/// after writing `listening on http://…/mcp` to standard error (with the
+/// port the system chose, when `addr`'s is 0). Each client gets a session
+/// of its own, with a server of its own; requests whose `Host` is not a
+/// loopback name are refused (rmcp's default), so a web page cannot reach
+/// the server through DNS rebinding. With `bearer_token`, every request
+/// must carry `Authorization: Bearer <token>` or gets 401.
+pub async fn serve_http(addr: SocketAddr, bearer_token: Option<String>) -> anyhow::Result<()> {
+    let service = StreamableHttpService::new(
+        || Ok(DocsServer::new()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let mut router = axum::Router::new().nest_service("/mcp", service);
+    if let Some(token) = bearer_token {
+        let expected = Arc::new(format!("Bearer {token}"));
+        router = router.layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let expected = Arc::clone(&expected);
+                async move {
+                    let given = request.headers().get(header::AUTHORIZATION);
+                    if given.map(HeaderValue::as_bytes) == Some(expected.as_bytes()) {
+                        next.run(request).await
+                    } else {
+                        (
+                            StatusCode::UNAUTHORIZED,
+                            [(header::WWW_AUTHENTICATE, "Bearer")],
+                            "a bearer token is required",
+                        )
+                            .into_response()
+                    }
+                }
+            },
+        ));
+    }
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    // The one line a test (or a person) waits for before connecting.
+    eprintln!("listening on http://{}/mcp", listener.local_addr()?);
+    axum::serve(listener, router).await?;
+    Ok(())
+}
+// ANCHOR_END: serve_http
 
 /// The documents of `docs` that contain `query` (case-insensitive).
 fn search(docs: &BTreeMap<String, String>, query: &str) -> CallToolResult {
