@@ -19,13 +19,11 @@ use super::protocol::{RequestKind, RequestStatus, Transition};
 /// The tools a teammate may call while its plan is not approved: they read
 /// or list and change nothing, or (the last two) are how it talks to the
 /// lead and submits the plan. Every other tool waits for approval.
-pub const ALLOWED_BEFORE_APPROVAL: [&str; 8] = [
+pub const ALLOWED_BEFORE_APPROVAL: [&str; 6] = [
     "read_file",
     "glob",
     "list_tasks",
     "get_task",
-    "list_crons",
-    "list_teammates",
     "send_message",
     SUBMIT_PLAN_TOOL,
 ];

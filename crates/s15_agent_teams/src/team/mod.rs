@@ -38,7 +38,6 @@ pub use bus::{Delivery, Drained, MessageBus};
 pub use error::BusError;
 pub use gate::{PlanGate, PlanStatus};
 pub use lead::{LEAD, TAG_BUS, Team, post};
-pub use message::new_id;
 pub use mailbox::{Mailbox, Skipped, Taken};
 pub use message::{Message, MessageKind, NameError, validate_name};
 pub use protocol::{ProtocolError, Protocols, Request, RequestKind, RequestStatus, Transition};
@@ -55,7 +54,10 @@ pub const DEFAULT_TEAM: &str = "team";
 /// The mailbox directory of team `team` in `workspace`:
 /// `.mailboxes/<team>/`. The name is checked like an agent's, so it is
 /// one plain path component.
-pub fn mailbox_dir(workspace: &std::path::Path, team: &str) -> Result<std::path::PathBuf, NameError> {
+pub fn mailbox_dir(
+    workspace: &std::path::Path,
+    team: &str,
+) -> Result<std::path::PathBuf, NameError> {
     validate_name(team)?;
     Ok(workspace.join(MAILBOX_DIR).join(team))
 }

@@ -31,8 +31,8 @@ use shared::notice::Notices;
 use shared::protocol::{Message as Turn, Response, SystemBlock, ToolSpec, ToolUse};
 use shared::text::truncate_chars;
 
-use super::roster::{Roster, Status};
 use super::gate::SUBMIT_PLAN_TOOL;
+use super::roster::{Roster, Status};
 use super::{
     LEAD, Message, MessageBus, MessageKind, PlanGate, PlanStatus, Protocols, RequestKind,
     RequestStatus, Transition, post,
@@ -40,6 +40,8 @@ use super::{
 use crate::compact::{CompactConfig, Compactor, send_with_reactive_compaction};
 use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::subagent::{SharedHooks, lock};
+use crate::tasks::TaskBoard;
+use crate::tasks::tools::{self as task_tools, Caller};
 
 /// Model calls a teammate may make on one assignment.
 pub const TEAMMATE_MAX_ROUNDS: usize = 50;
@@ -69,6 +71,9 @@ pub struct Shared {
     /// The lead's tool context: the workspace, and the notices the user
     /// sees.
     pub context: ToolContext,
+    /// The workspace's task board, whose tools each teammate has in its
+    /// own name.
+    pub board: TaskBoard,
 }
 
 /// A teammate's plan gate, shared by its tools and its runtime.
@@ -343,8 +348,10 @@ fn agent_for(shared: &Shared, spec: &Spec, plan_gate: &SharedGate) -> Agent<Team
 }
 
 // ANCHOR: teammate_tools
-/// The teammate's own two tools: `send_message` and `submit_plan`.
+/// The teammate's own tools: the task board's in its name, `send_message`
+/// and `submit_plan`.
 fn register_tools(tools: &mut ToolRegistry, shared: &Shared, name: &str, plan_gate: &SharedGate) {
+    task_tools::register(tools, &shared.board, &Caller::Teammate(name.to_string()));
     let (bus, roster, me) = (shared.bus.clone(), shared.roster.clone(), name.to_string());
     tools.register(super::tools::send_message_spec(), move |input, _cx| {
         let output = super::tools::send_message(&bus, &roster, &me, &input);
@@ -454,7 +461,7 @@ impl Hooks for TeammateHooks {
              for the next message. Use send_message to ask {LEAD} or another teammate \
              something mid-task. If your plan must be approved (at spawn, or when {LEAD} asks \
              for one), call submit_plan first and end your turn; only read-only tools work \
-             until it is approved.
+             until it is approved.",
             self.name,
             self.role,
             self.context.workspace.root().display()

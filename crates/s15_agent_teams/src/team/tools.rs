@@ -62,7 +62,7 @@ fn spawn_spec() -> ToolSpec {
          confirmation before calling this; the user is asked to confirm each teammate. \
          The teammate works on `prompt`, reports its result to you, then waits for \
          messages. With require_plan, it must have a plan approved (review_plan) before \
-         it may use anything but read-only tools; request_plan asks for one later.
+         it may use anything but read-only tools; request_plan asks for one later.",
         json!({
             "type": "object",
             "properties": {

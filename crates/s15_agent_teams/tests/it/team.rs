@@ -17,9 +17,7 @@ use std::time::Duration;
 
 use lesson::dispatch::ToolContext;
 use lesson::permission::ScriptedApprover;
-use lesson::team::{
-    DEFAULT_TEAM, LEAD, Message, MessageBus, MessageKind, Status, mailbox_dir,
-};
+use lesson::team::{DEFAULT_TEAM, LEAD, Message, MessageBus, MessageKind, Status, mailbox_dir};
 use serde_json::json;
 use shared::agent::Agent;
 use shared::history::validate;
@@ -605,7 +603,11 @@ async fn the_lead_asks_a_working_teammate_for_a_plan_and_it_answers_through_the_
     // Later, the lead asks for a plan; an unknown name is refused.
     let (outcome, recorder) = support::turn(&mut agent, &mut history, "ask for a plan").await;
     outcome.unwrap();
-    assert!(!recorder.results[0].is_error, "{}", recorder.results[0].text());
+    assert!(
+        !recorder.results[0].is_error,
+        "{}",
+        recorder.results[0].text()
+    );
     assert!(
         recorder.results[1].is_error
             && recorder.results[1]
@@ -620,9 +622,8 @@ async fn the_lead_asks_a_working_teammate_for_a_plan_and_it_answers_through_the_
         })
         .await;
     assert!(
-        lines
-            .iter()
-            .any(|line| line.starts_with("cfg → lead (plan_approval_request) req_0001: Write notes.txt.")),
+        lines.iter().any(|line| line
+            .starts_with("cfg → lead (plan_approval_request) req_0001: Write notes.txt.")),
         "{lines:?}"
     );
     assert_eq!(
@@ -646,7 +647,11 @@ async fn the_lead_asks_a_working_teammate_for_a_plan_and_it_answers_through_the_
     // Approved through review_plan, as a plan required at spawn would be.
     let (outcome, recorder) = support::turn(&mut agent, &mut history, "review it").await;
     outcome.unwrap();
-    assert!(!recorder.results[0].is_error, "{}", recorder.results[0].text());
+    assert!(
+        !recorder.results[0].is_error,
+        "{}",
+        recorder.results[0].text()
+    );
     events
         .until(&mut agent, &history, |lines| {
             lines.iter().any(|line| line.contains("(result): Done."))
@@ -706,10 +711,9 @@ async fn mail_that_comes_with_a_shutdown_request_stays_in_the_inbox() {
         })
         .await;
     assert!(
-        lines.iter().any(|line| line.ends_with(&format!(
-            "docs accepted shutdown {}",
-            request.request_id
-        ))),
+        lines
+            .iter()
+            .any(|line| line.ends_with(&format!("docs accepted shutdown {}", request.request_id))),
         "{lines:?}"
     );
     assert_eq!(agent.hooks.team().list()[0].status, Status::ShutDown);
@@ -781,4 +785,162 @@ async fn two_teams_in_one_workspace_keep_their_mail_apart_and_a_restarted_lead_f
     );
     let error = refused.err().unwrap().to_string();
     assert!(error.contains("invalid team name"), "{error}");
+}
+
+#[tokio::test]
+async fn only_a_tasks_owner_completes_it_and_the_lead_needs_force_for_a_teammates() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut agent, model) = team_agent(
+        dir.path(),
+        vec![
+            Reply::tool("create_task", json!({"subject": "schema"}))
+                .and_tool("create_task", json!({"subject": "docs"}))
+                .and_tool("spawn_teammate", spawn("alice", "Claim task 1.")),
+            Reply::text("alice is on it."),
+            Reply::tool(
+                "spawn_teammate",
+                spawn("bob", "Take task 2; finish task 1."),
+            )
+            .and_tool("complete_task", json!({"task_id": "1"})),
+            Reply::text("bob is on it."),
+            Reply::tool("complete_task", json!({"task_id": "2", "force": true})).and_tool(
+                "send_message",
+                json!({"to": "alice", "content": "Finish task 1."}),
+            ),
+            Reply::text("Sent."),
+        ],
+        vec![
+            (
+                "alice",
+                vec![
+                    Reply::tool("claim_task", json!({"task_id": "1"})),
+                    Reply::text("Claimed task 1."),
+                    Reply::tool("complete_task", json!({"task_id": "1"})),
+                    Reply::text("Done."),
+                ],
+            ),
+            (
+                "bob",
+                vec![
+                    Reply::tool("claim_task", json!({"task_id": "2"}))
+                        .and_tool("complete_task", json!({"task_id": "1", "force": true})),
+                    Reply::text("Task 1 is alice's."),
+                ],
+            ),
+        ],
+    );
+    let board = lesson::tasks::TaskBoard::new(
+        dir.path().join(lesson::tasks::TASKS_DIR),
+        shared::notice::Notices::new(),
+    );
+    let mut history = Vec::new();
+    let mut events = Events::default();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+    events
+        .until(&mut agent, &history, |lines| {
+            lines
+                .iter()
+                .any(|line| line.starts_with("alice → lead (idle_notification)"))
+        })
+        .await;
+    // A claim without an owner records the teammate that made it.
+    let claimed = model.agent_requests(&teammate("alice"))[1].to_string();
+    assert!(
+        claimed.contains("Claimed task 1: schema (owner: alice)"),
+        "{claimed}"
+    );
+
+    // Neither another teammate (force or not) nor the lead without force
+    // completes alice's task.
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "bring bob").await;
+    outcome.unwrap();
+    assert!(
+        !recorder.results[0].is_error,
+        "{}",
+        recorder.results[0].text()
+    );
+    assert!(recorder.results[1].is_error);
+    assert_eq!(
+        recorder.results[1].text(),
+        "Task 1 is claimed by alice, not by lead: only alice can complete it. As the lead, \
+         you may complete it anyway with force: true."
+    );
+    events
+        .until(&mut agent, &history, |lines| {
+            lines
+                .iter()
+                .any(|line| line.starts_with("bob → lead (idle_notification)"))
+        })
+        .await;
+    let refused = model.agent_requests(&teammate("bob"))[1].to_string();
+    assert!(
+        refused.contains("Claimed task 2: docs (owner: bob)"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("Task 1 is claimed by alice, not by bob: only alice can complete it.\""),
+        "{refused}"
+    );
+    let task = board.get("1").unwrap();
+    assert_eq!(task.status, lesson::tasks::Status::InProgress);
+    assert_eq!(task.owner.as_deref(), Some("alice"));
+
+    // The lead completes bob's task with force; alice completes her own.
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "wrap up").await;
+    outcome.unwrap();
+    assert_eq!(recorder.results[0].text(), "Completed task 2: docs");
+    assert!(!recorder.results[0].is_error);
+    events
+        .until(&mut agent, &history, |lines| {
+            lines
+                .iter()
+                .any(|line| line == "alice → lead (result): Done.")
+        })
+        .await;
+    let done = model.agent_requests(&teammate("alice"))[3].to_string();
+    assert!(done.contains("Completed task 1: schema"), "{done}");
+    for (id, owner) in [("1", "alice"), ("2", "bob")] {
+        let task = board.get(id).unwrap();
+        assert_eq!(task.status, lesson::tasks::Status::Completed, "task {id}");
+        assert_eq!(task.owner.as_deref(), Some(owner), "task {id}");
+    }
+}
+
+#[tokio::test]
+async fn every_tool_the_plan_gate_allows_is_one_a_teammate_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut agent, model) = team_agent(
+        dir.path(),
+        vec![
+            Reply::tool("spawn_teammate", spawn("cfg", "Report in.")),
+            Reply::text("cfg is reporting."),
+        ],
+        vec![("cfg", vec![Reply::text("Here.")])],
+    );
+    let mut history = Vec::new();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+    Events::default()
+        .until(&mut agent, &history, |lines| {
+            lines.iter().any(|line| line.contains("idle_notification"))
+        })
+        .await;
+    let request = &model.agent_requests(&teammate("cfg"))[0];
+    let offered: Vec<&str> = request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    for tool in lesson::team::gate::ALLOWED_BEFORE_APPROVAL {
+        assert!(
+            offered.contains(&tool),
+            "{tool} is not offered: {offered:?}"
+        );
+    }
 }
