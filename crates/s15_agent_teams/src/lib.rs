@@ -7,7 +7,7 @@
 //! user confirms each one) starts persistent teammates with
 //! `spawn_teammate`. Each teammate runs the shared loop on a tokio task of
 //! its own, with its own history, and lives on between assignments. They
-//! talk through mailboxes on disk, `.mailboxes/<name>.jsonl`, written under
+//! talk through mailboxes on disk, `.mailboxes/<team>/<name>.jsonl`, written under
 //! a file lock and drained so that each message is delivered exactly once.
 //! What arrives for the lead is put into its conversation before its next
 //! model call, or starts a turn when it is idle. Shutdown and plan approval
@@ -74,6 +74,9 @@ pub struct Options {
     /// Where the cron scheduler reads the time: the system clock, or a
     /// test's own.
     pub clock: Arc<dyn Clock>,
+    /// The team's name (`--team`): its mailboxes are
+    /// `.mailboxes/<team>/`, apart from any other team's in the workspace.
+    pub team: String,
 }
 
 impl Default for Options {
@@ -84,6 +87,7 @@ impl Default for Options {
             compact: CompactConfig::default(),
             recovery: RecoveryPolicy::default(),
             clock: Arc::new(SystemClock),
+            team: team::DEFAULT_TEAM.to_string(),
         }
     }
 }

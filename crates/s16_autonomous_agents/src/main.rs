@@ -11,8 +11,8 @@ use s16_autonomous_agents::recovery::RecoveryPolicy;
 use shared::cli::CommonArgs;
 
 // ANCHOR: args
-/// The lesson's command line: the common flags, `--yes`, `--skills-dir` and
-/// `--pretend-now`.
+/// The lesson's command line: the common flags, `--yes`, `--skills-dir`,
+/// `--pretend-now` and `--team`.
 #[derive(Debug, Parser)]
 #[command(
     about = "A lesson of the Rust agent course. Type a request; q, exit or an empty line quits."
@@ -35,6 +35,12 @@ struct Args {
     /// such as `2026-12-01T08:59:55Z` (read in the local time zone).
     #[arg(long, value_name = "TIME", value_parser = parse_start)]
     pretend_now: Option<ZonedDateTime>,
+
+    /// The team's name: its mailboxes are `.mailboxes/<NAME>/`, apart from
+    /// another team's in the same workspace. Give the same name after a
+    /// restart to read the mail your team sent meanwhile.
+    #[arg(long, value_name = "NAME", default_value = s16_autonomous_agents::team::DEFAULT_TEAM)]
+    team: String,
 }
 
 /// `--pretend-now`: a time with its zone, or an instant shown in the
@@ -51,7 +57,10 @@ fn parse_start(text: &str) -> Result<ZonedDateTime, String> {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let mut options = s16_autonomous_agents::Options::default();
+    let mut options = s16_autonomous_agents::Options {
+        team: args.team,
+        ..s16_autonomous_agents::Options::default()
+    };
     if args.yes {
         options.approver = Box::new(ApproveAll);
     }

@@ -19,8 +19,9 @@ use crate::prompt::{
 use crate::recovery::Recovery;
 use crate::skills;
 use crate::subagent::{self, SharedHooks, Subagent};
+use crate::tasks::tools::Caller;
 use crate::tasks::{self, TASKS_DIR, TaskBoard};
-use crate::team::{self, MAILBOX_DIR, MessageBus, Protocols, Roster, ScanCount, Team};
+use crate::team::{self, MessageBus, Protocols, Roster, ScanCount, Team};
 use crate::todo::{self, TodoTracker};
 use crate::worktrees::{self, WorktreeManager};
 
@@ -57,7 +58,7 @@ impl LessonHooks {
     /// Hooks working in the setup's workspace, with the five base tools
     /// (`bash` able to run in the background), `todo_write`, `compact`,
     /// `load_skill`, `task`, the five task-board tools, the three cron
-    /// tools, the five team tools, the four worktree tools, and this
+    /// tools, the six team tools, the four worktree tools, and this
     /// lesson's hooks, reporting to the setup's notices,
     /// asking `options.approver` before risky calls, and keeping memories.
     /// `setup.model` is expected to be `recovery`'s model stack (see
@@ -102,12 +103,14 @@ impl LessonHooks {
         // ANCHOR_END: register_task
         // ANCHOR: register_board
         // The task board of the workspace, shared by every call (and, from
-        // lesson 15 on, by every agent working here).
+        // lesson 15 on, by every agent working here). The lead's tools
+        // know its team, to keep it from completing a teammate's task.
         let board = TaskBoard::new(
             setup.workspace.root().join(TASKS_DIR),
             setup.notices.clone(),
         );
-        tasks::tools::register(&mut tools, &board);
+        let roster = Roster::default();
+        tasks::tools::register(&mut tools, &board, &Caller::Lead(roster.clone()));
         // ANCHOR_END: register_board
         // ANCHOR: register_cron
         // The scheduler of this workspace: durable jobs are loaded now, and
@@ -123,16 +126,20 @@ impl LessonHooks {
         // ANCHOR: register_team
         // The team: teammates think with the lead's model stack, behind the
         // lead's hooks, and talk through mailboxes in the workspace.
+        // Keyed by the team's name, so another team's lead in this
+        // workspace never reads this team's mail.
+        let mailboxes = team::mailbox_dir(setup.workspace.root(), &options.team)
+            .map_err(|error| anyhow::anyhow!("invalid team name: {error}"))?;
         let team = Team::new(team::Shared {
-            bus: MessageBus::new(setup.workspace.root().join(MAILBOX_DIR)),
+            bus: MessageBus::new(mailboxes),
             protocols: Protocols::new(),
-            roster: Roster::default(),
+            roster,
+            board,
             model: setup.model.clone(),
             model_id: setup.model_id.clone(),
             compact: compactor.config.clone(),
             registry: registry.clone(),
             context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
-            board: board.clone(),
             autonomy: options.autonomy,
             scans: ScanCount::default(),
             worktrees: worktrees.clone(),

@@ -76,6 +76,9 @@ pub struct Options {
     /// How idle teammates scan the task board, and how long their claims
     /// hold.
     pub autonomy: Autonomy,
+    /// The team's name (`--team`): its mailboxes are
+    /// `.mailboxes/<team>/`, apart from any other team's in the workspace.
+    pub team: String,
 }
 
 impl Default for Options {
@@ -87,6 +90,7 @@ impl Default for Options {
             recovery: RecoveryPolicy::default(),
             clock: Arc::new(SystemClock),
             autonomy: Autonomy::default(),
+            team: team::DEFAULT_TEAM.to_string(),
         }
     }
 }

@@ -82,6 +82,9 @@ pub struct Options {
     /// How long MCP servers may take to start and to answer, and servers
     /// configured besides `.mcp.json`'s.
     pub mcp: McpOptions,
+    /// The team's name (`--team`): its mailboxes are
+    /// `.mailboxes/<team>/`, apart from any other team's in the workspace.
+    pub team: String,
 }
 
 impl Default for Options {
@@ -94,6 +97,7 @@ impl Default for Options {
             clock: Arc::new(SystemClock),
             autonomy: Autonomy::default(),
             mcp: McpOptions::default(),
+            team: team::DEFAULT_TEAM.to_string(),
         }
     }
 }

@@ -92,6 +92,9 @@ pub struct Options {
     /// already folded its numbers and its MCP servers into the fields
     /// above. The default is no file.
     pub settings: Settings,
+    /// The team's name (`--team`): its mailboxes are
+    /// `.mailboxes/<team>/`, apart from any other team's in the workspace.
+    pub team: String,
 }
 
 impl Default for Options {
@@ -105,6 +108,7 @@ impl Default for Options {
             autonomy: Autonomy::default(),
             mcp: McpOptions::default(),
             settings: Settings::default(),
+            team: team::DEFAULT_TEAM.to_string(),
         }
     }
 }

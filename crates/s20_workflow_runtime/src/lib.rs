@@ -99,6 +99,9 @@ pub struct Options {
     /// `review-changes` by default) and how many of their agents may run
     /// at once (lesson 20).
     pub workflows: WorkflowOptions,
+    /// The team's name (`--team`): its mailboxes are
+    /// `.mailboxes/<team>/`, apart from any other team's in the workspace.
+    pub team: String,
 }
 
 impl Default for Options {
@@ -113,6 +116,7 @@ impl Default for Options {
             mcp: McpOptions::default(),
             settings: Settings::default(),
             workflows: WorkflowOptions::default(),
+            team: team::DEFAULT_TEAM.to_string(),
         }
     }
 }

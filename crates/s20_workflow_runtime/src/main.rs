@@ -14,7 +14,7 @@ use shared::settings::from_env;
 
 // ANCHOR: args
 /// The lesson's command line: the common flags, `--yes`, `--skills-dir`,
-/// `--pretend-now` and `--settings`.
+/// `--pretend-now`, `--settings` and `--team`.
 #[derive(Debug, Parser)]
 #[command(
     about = "A lesson of the Rust agent course. Type a request; q, exit or an empty line quits."
@@ -43,6 +43,12 @@ struct Args {
     /// every setting has its default).
     #[arg(long, value_name = "FILE")]
     settings: Option<PathBuf>,
+
+    /// The team's name: its mailboxes are `.mailboxes/<NAME>/`, apart from
+    /// another team's in the same workspace. Give the same name after a
+    /// restart to read the mail your team sent meanwhile.
+    #[arg(long, value_name = "NAME", default_value = s20_workflow_runtime::team::DEFAULT_TEAM)]
+    team: String,
 }
 
 /// `--pretend-now`: a time with its zone, or an instant shown in the
@@ -86,7 +92,10 @@ async fn main() -> ExitCode {
         .take()
         .or_else(|| settings.under(from_env)(ENV_MODEL_ID));
     args.common.provider = args.common.provider.or(settings.model.provider);
-    let mut options = s20_workflow_runtime::Options::default();
+    let mut options = s20_workflow_runtime::Options {
+        team: args.team.clone(),
+        ..s20_workflow_runtime::Options::default()
+    };
     if args.yes {
         options.approver = Box::new(ApproveAll);
     }

@@ -27,8 +27,9 @@ use crate::settings::command_hooks::{self, HookEnv};
 use crate::skills;
 use crate::slash::{self, StatusView};
 use crate::subagent::{self, SharedHooks, Subagent};
+use crate::tasks::tools::Caller;
 use crate::tasks::{self, TASKS_DIR, TaskBoard};
-use crate::team::{self, MAILBOX_DIR, MessageBus, Protocols, Roster, ScanCount, Team};
+use crate::team::{self, MessageBus, Protocols, Roster, ScanCount, Team};
 use crate::todo::{self, TodoTracker};
 use crate::workflow::agent::AgentRunner;
 use crate::workflow::report::RunFinished;
@@ -86,7 +87,7 @@ impl LessonHooks {
     /// Hooks working in the setup's workspace, with the five base tools
     /// (`bash` able to run in the background), `todo_write`, `compact`,
     /// `load_skill`, `task`, the five task-board tools, the three cron
-    /// tools, the five team tools, the four worktree tools, the two MCP
+    /// tools, the six team tools, the four worktree tools, the two MCP
     /// tools (and the connected servers' tools), `Workflow`, and this
     /// lesson's hooks — the settings file's command hooks first — reporting
     /// to the setup's notices, asking `options.approver` before risky calls
@@ -172,12 +173,14 @@ impl LessonHooks {
         // ANCHOR_END: register_task
         // ANCHOR: register_board
         // The task board of the workspace, shared by every call (and, from
-        // lesson 15 on, by every agent working here).
+        // lesson 15 on, by every agent working here). The lead's tools
+        // know its team, to keep it from completing a teammate's task.
         let board = TaskBoard::new(
             setup.workspace.root().join(TASKS_DIR),
             setup.notices.clone(),
         );
-        tasks::tools::register(&mut tools, &board);
+        let roster = Roster::default();
+        tasks::tools::register(&mut tools, &board, &Caller::Lead(roster.clone()));
         // ANCHOR_END: register_board
         // ANCHOR: register_cron
         // The scheduler of this workspace: durable jobs are loaded now, and
@@ -193,16 +196,20 @@ impl LessonHooks {
         // ANCHOR: register_team
         // The team: teammates think with the lead's model stack, behind the
         // lead's hooks, and talk through mailboxes in the workspace.
+        // Keyed by the team's name, so another team's lead in this
+        // workspace never reads this team's mail.
+        let mailboxes = team::mailbox_dir(setup.workspace.root(), &options.team)
+            .map_err(|error| anyhow::anyhow!("invalid team name: {error}"))?;
         let team = Team::new(team::Shared {
-            bus: MessageBus::new(setup.workspace.root().join(MAILBOX_DIR)),
+            bus: MessageBus::new(mailboxes),
             protocols: Protocols::new(),
-            roster: Roster::default(),
+            roster,
+            board,
             model: setup.model.clone(),
             model_id: setup.model_id.clone(),
             compact: compactor.config.clone(),
             registry: registry.clone(),
             context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
-            board: board.clone(),
             autonomy: options.autonomy,
             scans: ScanCount::default(),
             worktrees: worktrees.clone(),

@@ -101,6 +101,9 @@ pub struct Options {
     /// Goals (lesson 21): which judge, and how many continuation turns
     /// each goal may use. The default is the keyword judge and 20 turns.
     pub goal: GoalOptions,
+    /// The team's name (`--team`): its mailboxes are
+    /// `.mailboxes/<team>/`, apart from any other team's in the workspace.
+    pub team: String,
 }
 
 impl Default for Options {
@@ -116,6 +119,7 @@ impl Default for Options {
             settings: Settings::default(),
             workflows: WorkflowOptions::default(),
             goal: GoalOptions::default(),
+            team: team::DEFAULT_TEAM.to_string(),
         }
     }
 }

@@ -15,7 +15,7 @@ use shared::settings::from_env;
 
 // ANCHOR: args
 /// The lesson's command line: the common flags, `--yes`, `--skills-dir`,
-/// `--pretend-now` and `--settings`.
+/// `--pretend-now`, `--settings` and `--team`.
 #[derive(Debug, Parser)]
 #[command(
     about = "A lesson of the Rust agent course. Type a request; q, exit or an empty line quits."
@@ -44,6 +44,12 @@ struct Args {
     /// every setting has its default).
     #[arg(long, value_name = "FILE")]
     settings: Option<PathBuf>,
+
+    /// The team's name: its mailboxes are `.mailboxes/<NAME>/`, apart from
+    /// another team's in the same workspace. Give the same name after a
+    /// restart to read the mail your team sent meanwhile.
+    #[arg(long, value_name = "NAME", default_value = s21_goal_loop::team::DEFAULT_TEAM)]
+    team: String,
 }
 
 /// `--pretend-now`: a time with its zone, or an instant shown in the
@@ -87,7 +93,10 @@ async fn main() -> ExitCode {
         .take()
         .or_else(|| settings.under(from_env)(ENV_MODEL_ID));
     args.common.provider = args.common.provider.or(settings.model.provider);
-    let mut options = s21_goal_loop::Options::default();
+    let mut options = s21_goal_loop::Options {
+        team: args.team.clone(),
+        ..s21_goal_loop::Options::default()
+    };
     if args.yes {
         options.approver = Box::new(ApproveAll);
     }

@@ -39,6 +39,14 @@ pub enum Refusal {
     Blocked { id: String, blockers: Vec<String> },
     /// `complete_task` on a task nobody claimed.
     NotClaimed(String),
+    /// `complete_task` by an agent that does not own the task (lesson 15:
+    /// agents have names). `force` says whether the caller may override.
+    NotOwner {
+        id: String,
+        owner: Option<String>,
+        caller: String,
+        force: bool,
+    },
     /// The file system failed.
     Io(String),
 }
@@ -76,6 +84,25 @@ impl fmt::Display for Refusal {
                     f,
                     "Task {id} is still pending: claim it before completing it."
                 )
+            }
+            Self::NotOwner {
+                id,
+                owner,
+                caller,
+                force,
+            } => {
+                match owner {
+                    Some(owner) => write!(
+                        f,
+                        "Task {id} is claimed by {owner}, not by {caller}: only {owner} can \
+                         complete it."
+                    )?,
+                    None => write!(f, "Task {id} has no owner, so {caller} cannot complete it.")?,
+                }
+                if *force {
+                    f.write_str(" As the lead, you may complete it anyway with force: true.")?;
+                }
+                Ok(())
             }
             Self::Io(error) => write!(f, "The task board could not be updated: {error}"),
         }
@@ -322,6 +349,17 @@ impl TaskBoard {
     /// Marks a claimed task completed, and returns it with the tasks this
     /// unblocked: pending ones that waited for it and now wait for nothing.
     pub fn complete(&self, id: &str) -> Result<(Task, Vec<Task>), Refusal> {
+        self.complete_checked(id, |_| Ok(()))
+    }
+
+    /// [`TaskBoard::complete`], once `may_complete` accepts the claimed
+    /// task: it runs under the board's lock, so the owner it checks is the
+    /// owner the task has when it is completed (see [`super::tools::Caller`]).
+    pub fn complete_checked(
+        &self,
+        id: &str,
+        may_complete: impl FnOnce(&Task) -> Result<(), Refusal>,
+    ) -> Result<(Task, Vec<Task>), Refusal> {
         validate_id(id).map_err(Refusal::InvalidId)?;
         let (_lock, mut tasks) = self.locked()?;
         let Some(index) = tasks.iter().position(|task| task.id == id) else {
@@ -336,7 +374,7 @@ impl TaskBoard {
                     owner: tasks[index].owner.clone(),
                 });
             }
-            Status::InProgress => {}
+            Status::InProgress => may_complete(&tasks[index])?,
         }
         tasks[index].status = Status::Completed;
         self.store.save(&tasks[index]).map_err(io)?;

@@ -41,6 +41,7 @@ pub const TOOLS: &[&str] = &[
     "send_message",
     "list_teammates",
     "request_shutdown",
+    "request_plan",
     "review_plan",
 ];
 

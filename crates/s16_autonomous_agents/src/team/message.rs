@@ -36,6 +36,9 @@ pub enum MessageKind {
     ShutdownRequest,
     /// A teammate agreeing to stop, or refusing.
     ShutdownResponse,
+    /// The lead asking a teammate for a plan (`request_plan`); the plan
+    /// comes back as a `plan_approval_request`.
+    PlanRequest,
     /// A teammate asking the lead to approve its plan.
     PlanApprovalRequest,
     /// The lead approving or rejecting a plan.
@@ -52,6 +55,7 @@ impl MessageKind {
             Self::IdleNotification => "idle_notification",
             Self::ShutdownRequest => "shutdown_request",
             Self::ShutdownResponse => "shutdown_response",
+            Self::PlanRequest => "plan_request",
             Self::PlanApprovalRequest => "plan_approval_request",
             Self::PlanApprovalResponse => "plan_approval_response",
         }

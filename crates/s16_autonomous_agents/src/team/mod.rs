@@ -1,7 +1,11 @@
 //! Agent teams: a lead, persistent teammates, and mail between them.
 //!
 //! Agents talk through files: every agent has a mailbox,
-//! `.mailboxes/<name>.jsonl`, one JSON message per line. Files, not
+//! `.mailboxes/<team>/<name>.jsonl`, one JSON message per line. The team's
+//! name (`--team`, `team` by default) keeps two teams in one workspace
+//! apart — two leads both called `lead` would otherwise read each other's
+//! mail — and, being chosen rather than generated, it is the same after a
+//! restart, so a restarted lead finds the mail its team sent it. Files, not
 //! channels, because a channel dies with its process and a file does not:
 //! a message that was sent is on disk, whatever happens next. The pieces,
 //! from the bottom up:
@@ -46,5 +50,21 @@ pub use protocol::{ProtocolError, Protocols, Request, RequestKind, RequestStatus
 pub use roster::{Member, Roster, Status};
 pub use teammate::{Shared, Spec};
 
-/// The mailbox directory, in the workspace.
+/// The directory of every team's mailboxes, in the workspace.
 pub const MAILBOX_DIR: &str = ".mailboxes";
+
+/// The team's name when none is given.
+pub const DEFAULT_TEAM: &str = "team";
+
+// ANCHOR: mailbox_dir
+/// The mailbox directory of team `team` in `workspace`:
+/// `.mailboxes/<team>/`. The name is checked like an agent's, so it is
+/// one plain path component.
+pub fn mailbox_dir(
+    workspace: &std::path::Path,
+    team: &str,
+) -> Result<std::path::PathBuf, NameError> {
+    validate_name(team)?;
+    Ok(workspace.join(MAILBOX_DIR).join(team))
+}
+// ANCHOR_END: mailbox_dir

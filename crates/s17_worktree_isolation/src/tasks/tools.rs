@@ -4,6 +4,11 @@
 //! Every handler validates its input, then runs the board operation on a
 //! blocking thread: the board's lock may have to wait for another process,
 //! and that wait must not stall the async runtime.
+//!
+//! From lesson 15 on several agents share the board, so the tools are
+//! registered for a [`Caller`]: a claim records the caller as the owner
+//! unless it names another, and only a task's owner may complete it — the
+//! lead may complete a teammate's task only with `force`.
 
 use std::collections::BTreeMap;
 
@@ -16,9 +21,52 @@ use shared::tools::input::parse_input;
 use super::board::{Refusal, TaskBoard};
 use super::task::Task;
 use crate::dispatch::{ToolContext, ToolRegistry};
+use crate::team::{LEAD, Roster};
 
-/// The owner recorded when `claim_task` names none.
-pub const DEFAULT_OWNER: &str = "agent";
+// ANCHOR: caller
+/// Who calls the task tools: the name a claim records when it names no
+/// owner, and who `complete_task` checks against the task's owner.
+#[derive(Debug, Clone)]
+pub enum Caller {
+    /// The lead, whose teammates are in the roster. It completes its own
+    /// tasks and those of owners outside the team (a claim it made for
+    /// someone who is not a teammate); a teammate's only with `force`.
+    Lead(Roster),
+    /// A teammate, by name: it completes only the tasks it owns.
+    Teammate(String),
+}
+
+impl Caller {
+    /// The caller's name, the owner its claims record by default.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Lead(_) => LEAD,
+            Self::Teammate(name) => name,
+        }
+    }
+
+    /// Whether the caller may complete `task`, a claimed one, with the
+    /// lead's `force` flag as given.
+    pub fn may_complete(&self, task: &Task, force: bool) -> Result<(), Refusal> {
+        let owner = task.owner.as_deref();
+        let allowed = match self {
+            Self::Teammate(name) => owner == Some(name.as_str()),
+            Self::Lead(roster) => {
+                force || owner.is_none_or(|owner| owner == LEAD || roster.get(owner).is_none())
+            }
+        };
+        if allowed {
+            return Ok(());
+        }
+        Err(Refusal::NotOwner {
+            id: task.id.clone(),
+            owner: task.owner.clone(),
+            caller: self.name().to_string(),
+            force: matches!(self, Self::Lead(_)),
+        })
+    }
+}
+// ANCHOR_END: caller
 
 // ANCHOR: specs
 /// What the model is told about the five tools.
@@ -62,15 +110,23 @@ pub fn specs() -> Vec<ToolSpec> {
                 "type": "object",
                 "properties": {
                     "task_id": task_id,
-                    "owner": {"type": "string", "description": "Who works on it (default: agent)."}
+                    "owner": {"type": "string", "description": "Who works on it (default: you)."}
                 },
                 "required": ["task_id"]
             }),
         ),
         ToolSpec::new(
             "complete_task",
-            "Mark a claimed task completed. Reports the tasks this unblocks.",
-            json!({"type": "object", "properties": {"task_id": task_id}, "required": ["task_id"]}),
+            "Mark a task you claimed completed. Reports the tasks this unblocks. Only the \
+             task's owner may complete it; the lead may complete a teammate's with force.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "task_id": task_id,
+                    "force": {"type": "boolean", "description": "Lead only: complete a teammate's task (default false)."}
+                },
+                "required": ["task_id"]
+            }),
         ),
     ]
 }
@@ -90,11 +146,14 @@ struct IdInput {
     task_id: String,
     #[serde(default)]
     owner: Option<String>,
+    #[serde(default)]
+    force: bool,
 }
 
 // ANCHOR: register
-/// Adds the five tools to the dispatch map, all working on `board`.
-pub fn register(tools: &mut ToolRegistry, board: &TaskBoard) {
+/// Adds the five tools to the dispatch map, all working on `board` for
+/// `caller`.
+pub fn register(tools: &mut ToolRegistry, board: &TaskBoard, caller: &Caller) {
     let handlers: [(ToolSpec, Operation); 5] = {
         let mut specs = specs().into_iter();
         let mut next = || {
@@ -111,11 +170,11 @@ pub fn register(tools: &mut ToolRegistry, board: &TaskBoard) {
         ]
     };
     for (spec, operation) in handlers {
-        let board = board.clone();
+        let (board, caller) = (board.clone(), caller.clone());
         tools.register(spec, move |input: Value, _: ToolContext| {
-            let board = board.clone();
+            let (board, caller) = (board.clone(), caller.clone());
             async move {
-                tokio::task::spawn_blocking(move || operation(&board, &input))
+                tokio::task::spawn_blocking(move || operation(&board, &caller, &input))
                     .await
                     .unwrap_or_else(|error| {
                         ToolOutput::error(format!("The task tool failed: {error}"))
@@ -127,13 +186,13 @@ pub fn register(tools: &mut ToolRegistry, board: &TaskBoard) {
 // ANCHOR_END: register
 
 /// One tool's work, run on a blocking thread.
-type Operation = fn(&TaskBoard, &Value) -> ToolOutput;
+type Operation = fn(&TaskBoard, &Caller, &Value) -> ToolOutput;
 
 fn refused(refusal: Refusal) -> ToolOutput {
     ToolOutput::error(refusal.to_string())
 }
 
-fn create(board: &TaskBoard, input: &Value) -> ToolOutput {
+fn create(board: &TaskBoard, _caller: &Caller, input: &Value) -> ToolOutput {
     let input: CreateInput = match parse_input("create_task", input) {
         Ok(input) => input,
         Err(error) => return error,
@@ -177,7 +236,7 @@ fn dependencies(value: Option<Value>) -> Result<Vec<String>, String> {
         .collect()
 }
 
-fn list(board: &TaskBoard, _input: &Value) -> ToolOutput {
+fn list(board: &TaskBoard, _caller: &Caller, _input: &Value) -> ToolOutput {
     let tasks = board.list();
     if tasks.is_empty() {
         return ToolOutput::ok("The task board is empty.");
@@ -190,7 +249,7 @@ fn list(board: &TaskBoard, _input: &Value) -> ToolOutput {
     ToolOutput::ok(lines.join("\n"))
 }
 
-fn get(board: &TaskBoard, input: &Value) -> ToolOutput {
+fn get(board: &TaskBoard, _caller: &Caller, input: &Value) -> ToolOutput {
     let input: IdInput = match parse_input("get_task", input) {
         Ok(input) => input,
         Err(error) => return error,
@@ -203,7 +262,7 @@ fn get(board: &TaskBoard, input: &Value) -> ToolOutput {
     }
 }
 
-fn claim(board: &TaskBoard, input: &Value) -> ToolOutput {
+fn claim(board: &TaskBoard, caller: &Caller, input: &Value) -> ToolOutput {
     let input: IdInput = match parse_input("claim_task", input) {
         Ok(input) => input,
         Err(error) => return error,
@@ -213,7 +272,7 @@ fn claim(board: &TaskBoard, input: &Value) -> ToolOutput {
         .as_deref()
         .map(str::trim)
         .filter(|owner| !owner.is_empty())
-        .unwrap_or(DEFAULT_OWNER);
+        .unwrap_or(caller.name());
     match board.claim(input.task_id.trim(), owner) {
         Ok(task) => ToolOutput::ok(format!(
             "Claimed task {}: {} (owner: {owner})",
@@ -223,12 +282,14 @@ fn claim(board: &TaskBoard, input: &Value) -> ToolOutput {
     }
 }
 
-fn complete(board: &TaskBoard, input: &Value) -> ToolOutput {
+fn complete(board: &TaskBoard, caller: &Caller, input: &Value) -> ToolOutput {
     let input: IdInput = match parse_input("complete_task", input) {
         Ok(input) => input,
         Err(error) => return error,
     };
-    match board.complete(input.task_id.trim()) {
+    match board.complete_checked(input.task_id.trim(), |task| {
+        caller.may_complete(task, input.force)
+    }) {
         Ok((task, unblocked)) => {
             let mut text = format!("Completed task {}: {}", task.id, task.subject);
             if !unblocked.is_empty() {

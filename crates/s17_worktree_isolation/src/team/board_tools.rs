@@ -1,10 +1,11 @@
 //! The task board's tools as a teammate has them (lesson 16).
 //!
-//! A teammate gets lesson 12's five tools, with two differences that
-//! follow from working autonomously: `claim_task` claims in the teammate's
-//! own name and as a lease (see [`crate::tasks::lease`]), and
-//! `complete_task` may leave out `task_id` to complete the task the
-//! teammate holds — after an auto-claim, the one it was given.
+//! A teammate has lesson 12's five tools in its own name (lesson 15), with
+//! two differences that follow from working autonomously: `claim_task`
+//! claims as a lease (see [`crate::tasks::lease`]), and `complete_task` may
+//! leave out `task_id` to complete the task the teammate holds — after an
+//! auto-claim, the one it was given. It still completes only tasks it
+//! owns.
 
 use std::time::Duration;
 
@@ -17,7 +18,8 @@ use shared::tools::input::parse_input;
 use super::autonomy::{Autonomy, now_secs};
 use super::teammate::CurrentTask;
 use crate::dispatch::{ToolContext, ToolRegistry};
-use crate::tasks::{self, TaskBoard};
+use crate::tasks::TaskBoard;
+use crate::tasks::tools::Caller;
 
 #[derive(Deserialize)]
 struct ClaimInput {
@@ -30,7 +32,8 @@ struct CompleteInput {
     task_id: Option<String>,
 }
 
-/// Registers the board's tools for teammate `name`.
+/// Replaces two of the board's tools (registered in the teammate's name by
+/// `teammate.rs`) for teammate `name`.
 pub fn register(
     tools: &mut ToolRegistry,
     board: &TaskBoard,
@@ -38,7 +41,6 @@ pub fn register(
     autonomy: &Autonomy,
     held: &CurrentTask,
 ) {
-    tasks::tools::register(tools, board);
     let (board_for_claim, me, lease, holding) = (
         board.clone(),
         name.to_string(),
@@ -49,10 +51,14 @@ pub fn register(
         let (board, me, holding) = (board_for_claim.clone(), me.clone(), holding.clone());
         async move { blocking(move || claim(&board, &me, lease, &holding, &input)).await }
     });
-    let (board, holding) = (board.clone(), held.clone());
+    let (board, holding, me) = (
+        board.clone(),
+        held.clone(),
+        Caller::Teammate(name.to_string()),
+    );
     tools.register(complete_spec(), move |input, _cx: ToolContext| {
-        let (board, holding) = (board.clone(), holding.clone());
-        async move { blocking(move || complete(&board, &holding, &input)).await }
+        let (board, holding, me) = (board.clone(), holding.clone(), me.clone());
+        async move { blocking(move || complete(&board, &me, &holding, &input)).await }
     });
 }
 
@@ -80,8 +86,8 @@ fn claim_spec() -> ToolSpec {
 fn complete_spec() -> ToolSpec {
     ToolSpec::new(
         "complete_task",
-        "Mark a task completed. Without task_id, the task you hold (the one you claimed or \
-         were given). Reports the tasks this unblocked.",
+        "Mark a task you own completed. Without task_id, the task you hold (the one you \
+         claimed or were given). Reports the tasks this unblocked.",
         json!({
             "type": "object",
             "properties": {"task_id": {"type": "string", "description": "Default: the task you hold."}}
@@ -114,7 +120,7 @@ fn claim(
     }
 }
 
-fn complete(board: &TaskBoard, holding: &CurrentTask, input: &Value) -> ToolOutput {
+fn complete(board: &TaskBoard, me: &Caller, holding: &CurrentTask, input: &Value) -> ToolOutput {
     let input: CompleteInput = match parse_input("complete_task", input) {
         Ok(input) => input,
         Err(error) => return error,
@@ -132,7 +138,7 @@ fn complete(board: &TaskBoard, holding: &CurrentTask, input: &Value) -> ToolOutp
             "You hold no task: name the task_id to complete, or claim one first.",
         );
     };
-    match board.complete(&id) {
+    match board.complete_checked(&id, |task| me.may_complete(task, false)) {
         Ok((task, unblocked)) => {
             if held.as_deref() == Some(id.as_str()) {
                 *held = None;

@@ -144,6 +144,30 @@ impl Team {
     }
     // ANCHOR_END: shutdown
 
+    // ANCHOR: request_plan
+    /// Asks a teammate for a plan, at any time, not only at spawn: it
+    /// closes its plan gate when it reads this, and answers through the
+    /// same protocol as a plan required at spawn (`submit_plan` opens a
+    /// request, `review_plan` settles it).
+    pub fn request_plan(&self, name: &str, about: &str) -> Result<(), String> {
+        let shared = &self.inner.shared;
+        match shared.roster.get(name) {
+            Some(member) if member.is_alive() => {}
+            Some(member) => return Err(format!("`{name}` is {}", member.status)),
+            None => return Err(unknown_teammate(name, &shared.roster.list())),
+        }
+        let about = if about.trim().is_empty() {
+            "Please send me your plan before you change anything else."
+        } else {
+            about
+        };
+        post(
+            &shared.bus,
+            Message::new(LEAD, name, MessageKind::PlanRequest, about),
+        )
+    }
+    // ANCHOR_END: request_plan
+
     // ANCHOR: review
     /// The lead's answer to a plan: settles the request, then tells the
     /// teammate. An unknown, mismatched or already settled request is an

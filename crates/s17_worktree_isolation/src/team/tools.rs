@@ -1,5 +1,5 @@
-//! The team's tools. The lead gets five: `spawn_teammate`, `send_message`,
-//! `list_teammates`, `request_shutdown`, `review_plan`. Teammates get
+//! The team's tools. The lead gets six: `spawn_teammate`, `send_message`,
+//! `list_teammates`, `request_shutdown`, `request_plan`, `review_plan`. Teammates get
 //! `send_message` too (and `submit_plan`, in [`super::teammate`]).
 //! There is no inbox tool: mail reaches each agent by itself.
 
@@ -39,6 +39,13 @@ struct NameInput {
 }
 
 #[derive(Deserialize)]
+struct PlanInput {
+    name: String,
+    #[serde(default)]
+    about: String,
+}
+
+#[derive(Deserialize)]
 struct ReviewInput {
     request_id: String,
     approve: bool,
@@ -55,7 +62,7 @@ fn spawn_spec() -> ToolSpec {
          confirmation before calling this; the user is asked to confirm each teammate. \
          The teammate works on `prompt`, reports its result to you, then waits for \
          messages. With require_plan, it must have a plan approved (review_plan) before \
-         it may run bash or change files.",
+         it may use anything but read-only tools; request_plan asks for one later.",
         json!({
             "type": "object",
             "properties": {
@@ -108,6 +115,23 @@ fn shutdown_spec() -> ToolSpec {
     )
 }
 
+fn request_plan_spec() -> ToolSpec {
+    ToolSpec::new(
+        "request_plan",
+        "Ask a teammate for its plan, at any time. Until you approve the plan it submits \
+         (review_plan), it may use only read-only tools. Its plan arrives as a \
+         plan_approval_request team event.",
+        json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The teammate."},
+                "about": {"type": "string", "description": "What the plan should cover (optional)."}
+            },
+            "required": ["name"]
+        }),
+    )
+}
+
 fn review_spec() -> ToolSpec {
     ToolSpec::new(
         "review_plan",
@@ -126,7 +150,7 @@ fn review_spec() -> ToolSpec {
 }
 // ANCHOR_END: specs
 
-/// Registers the lead's five tools, working on `team`.
+/// Registers the lead's six tools, working on `team`.
 pub fn register(tools: &mut ToolRegistry, team: &Team) {
     let lead = team.clone();
     tools.register(spawn_spec(), move |input, _cx: ToolContext| {
@@ -170,6 +194,20 @@ pub fn register(tools: &mut ToolRegistry, team: &Team) {
                     request.to, request.request_id
                 )),
                 Err(error) => ToolOutput::error(format!("No shutdown requested: {error}")),
+            },
+            Err(output) => output,
+        };
+        async move { output }
+    });
+    let lead = team.clone();
+    tools.register(request_plan_spec(), move |input, _cx| {
+        let output = match parse_input::<PlanInput>("request_plan", &input) {
+            Ok(input) => match lead.request_plan(input.name.trim(), &input.about) {
+                Ok(()) => ToolOutput::ok(format!(
+                    "Asked {} for a plan; it arrives as a plan_approval_request team event.",
+                    input.name.trim()
+                )),
+                Err(error) => ToolOutput::error(format!("No plan requested: {error}")),
             },
             Err(output) => output,
         };

@@ -2,16 +2,32 @@
 //! workspace until the lead approves its plan.
 //!
 //! Each teammate's loop keeps one [`PlanGate`] and asks it before every
-//! tool call. Reading is always allowed — a plan needs a look around — but
-//! the tools that change files or run commands are refused, with a message
-//! the model can act on, until the plan request is approved.
+//! tool call. While a plan is required, pending or rejected, only the tools
+//! on an allowlist run: reading (a plan needs a look around), listing, and
+//! the messages and the plan itself. Every other tool is refused, with a
+//! message the model can act on, until the plan request is approved. An
+//! allowlist, not a list of dangerous tools: a tool added later (an MCP
+//! server's, one that creates tasks or worktrees) is blocked until someone
+//! decides it is read-only, instead of slipping through because nobody
+//! thought to list it.
 
 use std::fmt;
 
 use super::protocol::{RequestKind, RequestStatus, Transition};
 
-/// The tools that change the workspace, refused until a plan is approved.
-pub const GATED_TOOLS: [&str; 3] = ["bash", "write_file", "edit_file"];
+// ANCHOR: allowlist
+/// The tools a teammate may call while its plan is not approved: they read
+/// or list and change nothing, or (the last two) are how it talks to the
+/// lead and submits the plan. Every other tool waits for approval.
+pub const ALLOWED_BEFORE_APPROVAL: [&str; 6] = [
+    "read_file",
+    "glob",
+    "list_tasks",
+    "get_task",
+    "send_message",
+    SUBMIT_PLAN_TOOL,
+];
+// ANCHOR_END: allowlist
 
 /// The teammate's tool that submits a plan for approval.
 pub const SUBMIT_PLAN_TOOL: &str = "submit_plan";
@@ -65,6 +81,16 @@ impl PlanGate {
         &self.status
     }
 
+    /// Closes the gate because the lead asked for a plan (`request_plan`):
+    /// the teammate must submit one and have it approved before it changes
+    /// anything again. A plan already pending stays pending: the lead's
+    /// answer to it will do.
+    pub fn require(&mut self) {
+        if !matches!(self.status, PlanStatus::Pending { .. }) {
+            self.status = PlanStatus::Required;
+        }
+    }
+
     /// Records that a plan was submitted as `request_id`. A new plan
     /// replaces a pending one: only the answer to the latest counts. A
     /// teammate that needed no plan but submitted one waits for its answer
@@ -99,7 +125,7 @@ impl PlanGate {
     /// Whether the teammate may call `tool` now; if not, the message the
     /// model sees instead of the tool's result.
     pub fn allows(&self, tool: &str) -> Result<(), String> {
-        if !GATED_TOOLS.contains(&tool) {
+        if ALLOWED_BEFORE_APPROVAL.contains(&tool) {
             return Ok(());
         }
         let next = match &self.status {
@@ -116,7 +142,7 @@ impl PlanGate {
             ),
         };
         Err(format!(
-            "Blocked: plan status is {}; `{tool}` changes the workspace, so {next}",
+            "Blocked: plan status is {}; `{tool}` is not a read-only tool, so {next}",
             self.status
         ))
     }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader, Lines};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lesson::team::{
     BusError, Message, MessageBus, MessageKind, NameError, PlanGate, PlanStatus, ProtocolError,
@@ -23,18 +23,21 @@ fn ids(messages: &[Message]) -> Vec<String> {
     messages.iter().map(|message| message.id.clone()).collect()
 }
 
-/// Drains `name` in a loop until `count` messages have arrived (or ten
-/// seconds pass), checking every drain was clean, then checks that nothing
-/// more arrives.
-fn drain_until(bus: &MessageBus, name: &str, count: usize) -> Vec<Message> {
-    let deadline = Instant::now() + Duration::from_secs(10);
+/// Drains `name` in a loop until `count` messages have arrived, checking
+/// every drain was clean, then checks that nothing more arrives. Waits for
+/// the senders, not for a deadline: once `senders_done` says they have all
+/// finished, one last drain must bring the rest.
+fn drain_until(
+    bus: &MessageBus,
+    name: &str,
+    count: usize,
+    mut senders_done: impl FnMut() -> bool,
+) -> Vec<Message> {
     let mut received = Vec::new();
     while received.len() < count {
-        assert!(
-            Instant::now() < deadline,
-            "only {} of {count} messages arrived",
-            received.len()
-        );
+        // Read before draining: a sender that finished before this drain
+        // has appended everything it will.
+        let finished = senders_done();
         let drained = bus.drain(name).unwrap();
         assert!(drained.skipped.is_empty(), "{:?}", drained.skipped);
         assert!(
@@ -42,10 +45,16 @@ fn drain_until(bus: &MessageBus, name: &str, count: usize) -> Vec<Message> {
             "{:?}",
             drained.cleanup_error
         );
-        if drained.messages.is_empty() {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let empty = drained.messages.is_empty();
         received.extend(drained.messages);
+        assert!(
+            !(finished && received.len() < count),
+            "the senders finished, and only {} of {count} messages arrived",
+            received.len()
+        );
+        if empty {
+            std::thread::yield_now();
+        }
     }
     let extra = bus.drain(name).unwrap().messages;
     assert!(extra.is_empty(), "delivered again: {extra:?}");
@@ -184,7 +193,9 @@ fn four_threads_sending_while_a_consumer_drains_deliver_each_message_once_in_ord
             })
         })
         .collect();
-    let received = drain_until(&MessageBus::new(&dir), "lead", 800);
+    let received = drain_until(&MessageBus::new(&dir), "lead", 800, || {
+        threads.iter().all(std::thread::JoinHandle::is_finished)
+    });
     for thread in threads {
         thread.join().unwrap();
     }
@@ -196,7 +207,7 @@ fn three_processes_sending_while_a_consumer_drains_deliver_each_message_once_in_
     let dir = tempfile::tempdir().unwrap();
     let dir = mailboxes(dir.path());
     let senders: Vec<String> = (0..3).map(|n| format!("process{n}")).collect();
-    let children: Vec<Child> = senders
+    let mut children: Vec<Child> = senders
         .iter()
         .map(|sender| {
             spawn_child(
@@ -206,7 +217,11 @@ fn three_processes_sending_while_a_consumer_drains_deliver_each_message_once_in_
             )
         })
         .collect();
-    let received = drain_until(&MessageBus::new(&dir), "lead", 600);
+    let received = drain_until(&MessageBus::new(&dir), "lead", 600, || {
+        children
+            .iter_mut()
+            .all(|child| matches!(child.try_wait(), Ok(Some(_))))
+    });
     for child in children {
         let output = child.wait_with_output().unwrap();
         assert!(output.status.success(), "an appender failed");
@@ -755,4 +770,46 @@ fn the_plan_gate_blocks_changes_until_the_plan_is_approved() {
     for tool in blocked.iter().chain(&["read_file"]) {
         PlanGate::new(false).allows(tool).unwrap();
     }
+}
+
+#[test]
+fn a_plan_not_yet_approved_lets_only_read_only_tools_through() {
+    let mut gate = PlanGate::new(true);
+    gate.submitted("req_0001");
+    // Tools that change something, whichever lesson adds them, and any
+    // tool nobody declared read-only (an MCP server's) wait for approval.
+    for tool in [
+        "bash",
+        "create_task",
+        "claim_task",
+        "complete_task",
+        "schedule_cron",
+        "create_worktree",
+        "mcp__docs__search",
+        "a_tool_added_later",
+    ] {
+        let refusal = gate.allows(tool).unwrap_err();
+        assert!(
+            refusal.starts_with("Blocked: plan status is pending (req_0001);"),
+            "{tool}: {refusal}"
+        );
+    }
+    // Reading, listing, and talking to the lead still work.
+    for tool in [
+        "read_file",
+        "glob",
+        "list_tasks",
+        "get_task",
+        "send_message",
+        "submit_plan",
+    ] {
+        gate.allows(tool).unwrap();
+    }
+    // A plan the lead asks for later closes an open gate the same way.
+    let mut open = PlanGate::new(false);
+    open.allows("create_task").unwrap();
+    open.require();
+    assert_eq!(open.status(), &PlanStatus::Required);
+    assert!(open.allows("create_task").is_err());
+    open.allows("read_file").unwrap();
 }

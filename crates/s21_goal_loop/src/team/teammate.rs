@@ -14,9 +14,9 @@
 //!
 //! What it reads arrives in its mailbox; what it reports goes to the lead's.
 //! Its turns run behind the same hook registry as the lead's (the permission
-//! gate above all) and, when its spawn asked for a plan, behind a
-//! [`PlanGate`] that blocks `bash`, `write_file` and `edit_file` until the
-//! lead approves.
+//! gate above all) and, when its spawn or the lead's `request_plan` asked
+//! for a plan, behind a [`PlanGate`] that lets only read-only tools run
+//! until the lead approves.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -32,6 +32,7 @@ use shared::protocol::{Message as Turn, Response, SystemBlock, ToolSpec, ToolUse
 use shared::text::truncate_chars;
 use shared::tools::Workspace;
 
+use super::gate::SUBMIT_PLAN_TOOL;
 use super::roster::{Roster, Status};
 use super::{
     LEAD, Message, MessageBus, MessageKind, PlanGate, PlanStatus, Protocols, RequestKind,
@@ -41,6 +42,7 @@ use crate::compact::{CompactConfig, Compactor, send_with_reactive_compaction};
 use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
 use crate::subagent::SharedHooks;
 use crate::tasks::TaskBoard;
+use crate::tasks::tools::{self as task_tools, Caller};
 
 use super::autonomy::{self, Autonomy, ScanCount};
 use super::board_tools;
@@ -74,7 +76,8 @@ pub struct Shared {
     /// The lead's tool context: the workspace, and the notices the user
     /// sees.
     pub context: ToolContext,
-    /// The workspace's task board, which idle teammates scan (lesson 16).
+    /// The workspace's task board, whose tools each teammate has in its
+    /// own name, and which idle teammates scan (lesson 16).
     pub board: TaskBoard,
     /// How they scan it, and how long their claims hold.
     pub autonomy: Autonomy,
@@ -291,8 +294,9 @@ enum Mail {
 
 // ANCHOR: read_mail
 /// Drains the teammate's mailbox and acts on what it holds: a shutdown
-/// request is answered and ends the teammate; a plan decision opens or
-/// keeps closed its gate; everything else becomes the next prompt.
+/// request is answered and ends the teammate; a plan request closes its
+/// gate; a plan decision opens or keeps closed its gate; everything else
+/// becomes the next prompt.
 fn read_mail(shared: &Shared, name: &str, plan_gate: &SharedGate) -> Mail {
     let delivery = match shared.bus.take(name) {
         Ok(delivery) => delivery,
@@ -304,26 +308,33 @@ fn read_mail(shared: &Shared, name: &str, plan_gate: &SharedGate) -> Mail {
             return Mail::Nothing;
         }
     };
+    if let Some(request) = delivery
+        .messages
+        .iter()
+        .find(|message| message.kind == MessageKind::ShutdownRequest)
+    {
+        if !shut_down(shared, name, request, &delivery.messages) {
+            // Dropped uncommitted: the whole take comes back next time.
+            return Mail::Nothing;
+        }
+        if let Err(error) = delivery.commit() {
+            shared
+                .context
+                .notices
+                .emit(name, format!("could not clear its mailbox: {error}"));
+        }
+        return Mail::Shutdown;
+    }
     let mut texts = Vec::new();
-    let mut shutdown = false;
     for message in &delivery.messages {
         match message.kind {
-            MessageKind::ShutdownRequest => {
-                let request_id = message.request_id.clone().unwrap_or_default();
-                let reply = Message::new(
-                    name,
-                    &message.from,
-                    MessageKind::ShutdownResponse,
-                    "Shutting down.",
-                )
-                .map(|reply| reply.with_request_id(request_id).with_approve(true));
-                if let Err(error) = post(&shared.bus, reply) {
-                    shared
-                        .context
-                        .notices
-                        .emit(name, format!("could not answer the shutdown: {error}"));
-                }
-                shutdown = true;
+            MessageKind::PlanRequest => {
+                gate(plan_gate).require();
+                texts.push(format!(
+                    "[plan_request from {}] {}\nSubmit your plan with {SUBMIT_PLAN_TOOL} and \
+                     end your turn. Until the lead approves it, only read-only tools work.",
+                    message.from, message.content
+                ));
             }
             MessageKind::PlanApprovalResponse => {
                 let request_id = message.request_id.clone().unwrap_or_default();
@@ -358,21 +369,63 @@ fn read_mail(shared: &Shared, name: &str, plan_gate: &SharedGate) -> Mail {
             )),
         }
     }
-    // The messages are handled (a shutdown answered, the gate moved, the
-    // texts taken), so the mailbox may forget them.
+    // The messages are handled (the gate moved, the texts taken), so the
+    // mailbox may forget them.
     if let Err(error) = delivery.commit() {
         shared
             .context
             .notices
             .emit(name, format!("could not clear its mailbox: {error}"));
     }
-    if shutdown {
-        Mail::Shutdown
-    } else if texts.is_empty() {
+    if texts.is_empty() {
         Mail::Nothing
     } else {
         Mail::Work(texts.join("\n\n"))
     }
+}
+
+/// Answers a shutdown `request` that came in one take with `batch`. The
+/// rest of the batch is not handled (the teammate is leaving), so it goes
+/// back into the inbox, under fresh ids (the bus would drop the old ones
+/// as already handled), and the answer tells the lead how many are left
+/// there. Returns false, and does not answer, if any of them could not be
+/// put back: the caller then leaves the take uncommitted, so it comes back.
+fn shut_down(shared: &Shared, name: &str, request: &Message, batch: &[Message]) -> bool {
+    let unread: Vec<&Message> = batch
+        .iter()
+        .filter(|message| message.kind != MessageKind::ShutdownRequest)
+        .collect();
+    for message in &unread {
+        let again = Message {
+            id: super::message::new_id(),
+            ..(*message).clone()
+        };
+        if let Err(error) = shared.bus.send_message(again) {
+            shared.context.notices.emit(
+                name,
+                format!("could not keep the mail that came with its shutdown: {error}"),
+            );
+            return false;
+        }
+    }
+    let answer = if unread.is_empty() {
+        "Shutting down.".to_string()
+    } else {
+        format!(
+            "Shutting down; {} left unread in my mailbox.",
+            shared::text::plural(unread.len(), "message", "messages")
+        )
+    };
+    let request_id = request.request_id.clone().unwrap_or_default();
+    let reply = Message::new(name, &request.from, MessageKind::ShutdownResponse, answer)
+        .map(|reply| reply.with_request_id(request_id).with_approve(true));
+    if let Err(error) = post(&shared.bus, reply) {
+        shared
+            .context
+            .notices
+            .emit(name, format!("could not answer the shutdown: {error}"));
+    }
+    true
 }
 // ANCHOR_END: read_mail
 
@@ -452,8 +505,10 @@ fn agent_for(
 }
 
 // ANCHOR: teammate_tools
-/// The teammate's own two tools: `send_message` and `submit_plan`.
+/// The teammate's own tools: the task board's in its name, `send_message`
+/// and `submit_plan`.
 fn register_tools(tools: &mut ToolRegistry, shared: &Shared, name: &str, plan_gate: &SharedGate) {
+    task_tools::register(tools, &shared.board, &Caller::Teammate(name.to_string()));
     let (bus, roster, me) = (shared.bus.clone(), shared.roster.clone(), name.to_string());
     tools.register(super::tools::send_message_spec(), move |input, _cx| {
         let output = super::tools::send_message(&bus, &roster, &me, &input);
@@ -475,8 +530,8 @@ fn submit_plan_spec() -> ToolSpec {
     ToolSpec::new(
         "submit_plan",
         "Send your plan to the lead for approval. Then end your turn: the lead's decision \
-         arrives as a message. While a required plan is not approved, bash, write_file and \
-         edit_file are blocked.",
+         arrives as a message. While a required plan is not approved, only read-only tools \
+         (read_file, glob, the list tools, send_message, submit_plan) work.",
         json!({
             "type": "object",
             "properties": {"plan": {"type": "string", "description": "What you will change, and how."}},
@@ -591,8 +646,9 @@ impl Hooks for TeammateHooks {
              Do the assignments you receive with your tools. When an assignment is done, end \
              your turn with a short report: it is sent to {LEAD} automatically, and you wait \
              for the next message. Use send_message to ask {LEAD} or another teammate \
-             something mid-task. If your plan must be approved, call submit_plan first and \
-             end your turn; bash, write_file and edit_file stay blocked until it is approved.",
+             something mid-task. If your plan must be approved (at spawn, or when {LEAD} asks \
+             for one), call submit_plan first and end your turn; only read-only tools work \
+             until it is approved.",
             self.name,
             self.role,
             self.context.workspace.root().display()

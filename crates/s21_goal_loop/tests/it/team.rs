@@ -2,7 +2,9 @@
 //! the user's confirmation, their results and messages reaching the lead
 //! exactly once and in order — by themselves, before its next model call or
 //! while it is idle — the shutdown and plan-approval protocols, the plan
-//! gate, the roster, and teammates stopped at exit.
+//! gate (and a plan asked for later, with `request_plan`), the roster,
+//! mailboxes kept apart per team, mail that comes with a shutdown kept,
+//! and teammates stopped at exit.
 //!
 //! Each teammate plays its own script (an `AgentScript` keyed on its name
 //! in its system prompt), so what each agent does is deterministic however
@@ -15,7 +17,7 @@ use std::time::Duration;
 
 use lesson::dispatch::ToolContext;
 use lesson::permission::ScriptedApprover;
-use lesson::team::{LEAD, MAILBOX_DIR, Message, MessageBus, MessageKind, Status};
+use lesson::team::{DEFAULT_TEAM, LEAD, Message, MessageBus, MessageKind, Status, mailbox_dir};
 use serde_json::json;
 use shared::agent::Agent;
 use shared::history::validate;
@@ -112,7 +114,7 @@ impl Events {
 /// Adds `wait_for_team` to the lead: waits until the lead has mail, so
 /// the next model call finds events by construction.
 fn add_wait_tool(agent: &mut Agent<lesson::LessonHooks>, dir: &Path) {
-    let bus = MessageBus::new(dir.join(MAILBOX_DIR));
+    let bus = MessageBus::new(mailbox_dir(dir, DEFAULT_TEAM).unwrap());
     agent.hooks.tool_registry().register(
         ToolSpec::new(
             "wait_for_team",
@@ -333,7 +335,7 @@ async fn shutdown_is_settled_by_request_id_and_stray_replies_change_nothing() {
     // A second reply to the same request, one to a request nobody made,
     // and one from an agent the request was not sent to: each is shown as
     // ignored, and the request stays approved.
-    let bus = MessageBus::new(dir.path().join(MAILBOX_DIR));
+    let bus = MessageBus::new(mailbox_dir(dir.path(), DEFAULT_TEAM).unwrap());
     let stray = |from: &str, request_id: &str| {
         Message::new(from, LEAD, MessageKind::ShutdownResponse, "again")
             .unwrap()
@@ -550,4 +552,395 @@ async fn teammates_still_working_at_exit_are_stopped_and_reported() {
         agent.hooks.team().list()[0].status,
         Status::Stopped(_)
     ));
+}
+
+#[tokio::test]
+async fn the_lead_asks_a_working_teammate_for_a_plan_and_it_answers_through_the_plan_protocol() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |text: &str| json!({"path": "notes.txt", "content": text});
+    let (mut agent, model) = team_agent(
+        dir.path(),
+        vec![
+            Reply::tool("spawn_teammate", spawn("cfg", "Look at the config.")),
+            Reply::text("cfg is looking."),
+            Reply::tool(
+                "request_plan",
+                json!({"name": "cfg", "about": "How will you change notes.txt?"}),
+            )
+            .and_tool("request_plan", json!({"name": "nobody"})),
+            Reply::text("Asked cfg for a plan."),
+            Reply::tool(
+                "review_plan",
+                json!({"request_id": "req_0001", "approve": true, "feedback": "Go."}),
+            ),
+            Reply::text("Approved."),
+        ],
+        vec![(
+            "cfg",
+            vec![
+                // Spawned without a plan: its first assignment needs none.
+                Reply::text("Config looked at."),
+                Reply::tool("write_file", write("too early"))
+                    .and_tool("submit_plan", json!({"plan": "Write notes.txt."})),
+                Reply::text("Plan submitted; waiting."),
+                Reply::tool("write_file", write("approved")),
+                Reply::text("Done."),
+            ],
+        )],
+    );
+    let mut history = Vec::new();
+    let mut events = Events::default();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+    events
+        .until(&mut agent, &history, |lines| {
+            lines.iter().any(|line| line.contains("idle_notification"))
+        })
+        .await;
+
+    // Later, the lead asks for a plan; an unknown name is refused.
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "ask for a plan").await;
+    outcome.unwrap();
+    assert!(
+        !recorder.results[0].is_error,
+        "{}",
+        recorder.results[0].text()
+    );
+    assert!(
+        recorder.results[1].is_error
+            && recorder.results[1]
+                .text()
+                .contains("no teammate named `nobody`"),
+        "{}",
+        recorder.results[1].text()
+    );
+    let lines = events
+        .until(&mut agent, &history, |lines| {
+            lines.iter().any(|line| line.contains("idle_notification"))
+        })
+        .await;
+    assert!(
+        lines.iter().any(|line| line
+            .starts_with("cfg → lead (plan_approval_request) req_0001: Write notes.txt.")),
+        "{lines:?}"
+    );
+    assert_eq!(
+        agent.hooks.team().list()[0].status,
+        Status::AwaitingApproval
+    );
+    let requests = model.agent_requests(&teammate("cfg"));
+    let asked = requests[1].to_string();
+    assert!(
+        asked.contains("[plan_request from lead] How will you change notes.txt?"),
+        "{asked}"
+    );
+    // The request closed the gate: the write before the plan did not run.
+    let blocked = requests[2].to_string();
+    assert!(
+        blocked.contains("Blocked: plan status is required"),
+        "{blocked}"
+    );
+    assert!(!dir.path().join("notes.txt").exists());
+
+    // Approved through review_plan, as a plan required at spawn would be.
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "review it").await;
+    outcome.unwrap();
+    assert!(
+        !recorder.results[0].is_error,
+        "{}",
+        recorder.results[0].text()
+    );
+    events
+        .until(&mut agent, &history, |lines| {
+            lines.iter().any(|line| line.contains("(result): Done."))
+        })
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "approved"
+    );
+    let request = agent
+        .hooks
+        .team()
+        .shared()
+        .protocols
+        .get("req_0001")
+        .unwrap();
+    assert_eq!(request.status, lesson::team::RequestStatus::Approved);
+}
+
+#[tokio::test]
+async fn mail_that_comes_with_a_shutdown_request_stays_in_the_inbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut agent, _) = team_agent(
+        dir.path(),
+        vec![
+            Reply::tool("spawn_teammate", spawn("docs", "Wait for the go file.")),
+            Reply::text("docs is waiting."),
+        ],
+        vec![(
+            "docs",
+            vec![
+                // Busy until the test says go, so that what the lead sends
+                // meanwhile is read in one take.
+                Reply::tool(
+                    "bash",
+                    json!({"command": "while [ ! -e go ]; do sleep 0.01; done"}),
+                ),
+                Reply::text("Went."),
+            ],
+        )],
+    );
+    let mut history = Vec::new();
+    let mut events = Events::default();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+    let team = agent.hooks.team().clone();
+    team.send(LEAD, "docs", "Also update the changelog.")
+        .unwrap();
+    let request = team.request_shutdown("docs").unwrap();
+    std::fs::write(dir.path().join("go"), "").unwrap();
+
+    let lines = events
+        .until(&mut agent, &history, |lines| {
+            lines.iter().any(|line| line.contains("shutdown_response"))
+        })
+        .await;
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.ends_with(&format!("docs accepted shutdown {}", request.request_id))),
+        "{lines:?}"
+    );
+    assert_eq!(agent.hooks.team().list()[0].status, Status::ShutDown);
+    // The message was not lost with the teammate: it is still in its inbox,
+    // and the lead was told so.
+    let left = team.shared().bus.take("docs").unwrap();
+    let contents: Vec<&str> = left
+        .messages
+        .iter()
+        .map(|message| message.content.as_str())
+        .collect();
+    assert_eq!(contents, ["Also update the changelog."]);
+    assert_eq!(left.messages[0].from, LEAD);
+    let settled = team.shared().protocols.get(&request.request_id).unwrap();
+    assert_eq!(
+        settled.feedback.as_deref(),
+        Some("Shutting down; 1 message left unread in my mailbox.")
+    );
+}
+
+#[tokio::test]
+async fn two_teams_in_one_workspace_keep_their_mail_apart_and_a_restarted_lead_finds_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let lead_of = |team: &str| {
+        support::agent_with(
+            dir.path(),
+            Arc::new(ScriptedModel::new(Vec::new())),
+            lesson::Options {
+                team: team.to_string(),
+                ..support::options()
+            },
+        )
+    };
+    // What a teammate of `team` sends its lead.
+    let report = |team: &str, text: &str| {
+        MessageBus::new(mailbox_dir(dir.path(), team).unwrap())
+            .send("worker", LEAD, MessageKind::Result, text)
+            .unwrap();
+    };
+    let red = lead_of("red");
+    let blue = lead_of("blue");
+    report("red", "red's result");
+    report("blue", "blue's result");
+    let red_events = red.hooks.team().take_events().unwrap();
+    assert!(red_events.contains("red's result"), "{red_events}");
+    assert!(!red_events.contains("blue's result"), "{red_events}");
+    let blue_events = blue.hooks.team().take_events().unwrap();
+    assert!(blue_events.contains("blue's result"), "{blue_events}");
+    assert!(!blue_events.contains("red's result"), "{blue_events}");
+
+    // Red's lead restarts; mail sent meanwhile waits for it, not for blue.
+    drop(red);
+    report("red", "sent while red's lead was away");
+    assert_eq!(blue.hooks.team().take_events(), None);
+    let red = lead_of("red");
+    let events = red.hooks.team().take_events().unwrap();
+    assert!(
+        events.contains("sent while red's lead was away"),
+        "{events}"
+    );
+
+    // A team name is one path component, like an agent's name.
+    let refused = lesson::build(
+        support::setup(dir.path(), Arc::new(ScriptedModel::new(Vec::new()))),
+        lesson::Options {
+            team: "../elsewhere".to_string(),
+            ..support::options()
+        },
+    );
+    let error = refused.err().unwrap().to_string();
+    assert!(error.contains("invalid team name"), "{error}");
+}
+
+#[tokio::test]
+async fn only_a_tasks_owner_completes_it_and_the_lead_needs_force_for_a_teammates() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut agent, model) = team_agent(
+        dir.path(),
+        vec![
+            Reply::tool("create_task", json!({"subject": "schema"}))
+                .and_tool("create_task", json!({"subject": "docs"}))
+                .and_tool("spawn_teammate", spawn("alice", "Claim task 1.")),
+            Reply::text("alice is on it."),
+            Reply::tool(
+                "spawn_teammate",
+                spawn("bob", "Take task 2; finish task 1."),
+            )
+            .and_tool("complete_task", json!({"task_id": "1"})),
+            Reply::text("bob is on it."),
+            Reply::tool("complete_task", json!({"task_id": "2", "force": true})).and_tool(
+                "send_message",
+                json!({"to": "alice", "content": "Finish task 1."}),
+            ),
+            Reply::text("Sent."),
+        ],
+        vec![
+            (
+                "alice",
+                vec![
+                    Reply::tool("claim_task", json!({"task_id": "1"})),
+                    Reply::text("Claimed task 1."),
+                    Reply::tool("complete_task", json!({"task_id": "1"})),
+                    Reply::text("Done."),
+                ],
+            ),
+            (
+                "bob",
+                vec![
+                    Reply::tool("claim_task", json!({"task_id": "2"}))
+                        .and_tool("complete_task", json!({"task_id": "1", "force": true})),
+                    Reply::text("Task 1 is alice's."),
+                ],
+            ),
+        ],
+    );
+    let board = lesson::tasks::TaskBoard::new(
+        dir.path().join(lesson::tasks::TASKS_DIR),
+        shared::notice::Notices::new(),
+    );
+    let mut history = Vec::new();
+    let mut events = Events::default();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+    events
+        .until(&mut agent, &history, |lines| {
+            lines
+                .iter()
+                .any(|line| line.starts_with("alice → lead (idle_notification)"))
+        })
+        .await;
+    // A claim without an owner records the teammate that made it.
+    let claimed = model.agent_requests(&teammate("alice"))[1].to_string();
+    assert!(
+        claimed.contains("Claimed task 1: schema (owner: alice)"),
+        "{claimed}"
+    );
+
+    // Neither another teammate (force or not) nor the lead without force
+    // completes alice's task.
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "bring bob").await;
+    outcome.unwrap();
+    assert!(
+        !recorder.results[0].is_error,
+        "{}",
+        recorder.results[0].text()
+    );
+    assert!(recorder.results[1].is_error);
+    assert_eq!(
+        recorder.results[1].text(),
+        "Task 1 is claimed by alice, not by lead: only alice can complete it. As the lead, \
+         you may complete it anyway with force: true."
+    );
+    events
+        .until(&mut agent, &history, |lines| {
+            lines
+                .iter()
+                .any(|line| line.starts_with("bob → lead (idle_notification)"))
+        })
+        .await;
+    let refused = model.agent_requests(&teammate("bob"))[1].to_string();
+    assert!(
+        refused.contains("Claimed task 2: docs (owner: bob)"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("Task 1 is claimed by alice, not by bob: only alice can complete it.\""),
+        "{refused}"
+    );
+    let task = board.get("1").unwrap();
+    assert_eq!(task.status, lesson::tasks::Status::InProgress);
+    assert_eq!(task.owner.as_deref(), Some("alice"));
+
+    // The lead completes bob's task with force; alice completes her own.
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "wrap up").await;
+    outcome.unwrap();
+    assert_eq!(recorder.results[0].text(), "Completed task 2: docs");
+    assert!(!recorder.results[0].is_error);
+    events
+        .until(&mut agent, &history, |lines| {
+            lines
+                .iter()
+                .any(|line| line == "alice → lead (result): Done.")
+        })
+        .await;
+    let done = model.agent_requests(&teammate("alice"))[3].to_string();
+    assert!(done.contains("Completed task 1: schema"), "{done}");
+    for (id, owner) in [("1", "alice"), ("2", "bob")] {
+        let task = board.get(id).unwrap();
+        assert_eq!(task.status, lesson::tasks::Status::Completed, "task {id}");
+        assert_eq!(task.owner.as_deref(), Some(owner), "task {id}");
+    }
+}
+
+#[tokio::test]
+async fn every_tool_the_plan_gate_allows_is_one_a_teammate_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut agent, model) = team_agent(
+        dir.path(),
+        vec![
+            Reply::tool("spawn_teammate", spawn("cfg", "Report in.")),
+            Reply::text("cfg is reporting."),
+        ],
+        vec![("cfg", vec![Reply::text("Here.")])],
+    );
+    let mut history = Vec::new();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+    Events::default()
+        .until(&mut agent, &history, |lines| {
+            lines.iter().any(|line| line.contains("idle_notification"))
+        })
+        .await;
+    let request = &model.agent_requests(&teammate("cfg"))[0];
+    let offered: Vec<&str> = request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    for tool in lesson::team::gate::ALLOWED_BEFORE_APPROVAL {
+        assert!(
+            offered.contains(&tool),
+            "{tool} is not offered: {offered:?}"
+        );
+    }
 }
