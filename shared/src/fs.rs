@@ -1,8 +1,9 @@
 //! Writing the files the harness owns (`.memory/`, `.tasks/`, transcripts,
-//! mailboxes, journals) so that no crash leaves one half-written.
+//! cron jobs, a workflow run's snapshot) so that no crash leaves one
+//! half-written.
 //!
-//! Every lesson that keeps state on disk goes through [`write_atomic`]. Its
-//! promise, stated once here:
+//! Every file a lesson keeps on disk and rewrites whole goes through
+//! [`write_atomic`]. Its promise, stated once here:
 //!
 //! * **Atomic for readers.** The contents go to a temporary file in the
 //!   same directory, which is then renamed over the target. A rename within
@@ -19,6 +20,10 @@
 //!
 //! Temporary files are dot files (`.name.tmp-PID-N`), which directory
 //! listings and the lessons' loaders skip.
+//!
+//! The append-only logs (mailboxes, the worktree event log, workflow
+//! journals) are not rewritten but appended a line at a time, and their
+//! readers skip a torn line; ARCHITECTURE.md lists them.
 
 use std::fs;
 use std::io::{self, Write};

@@ -65,6 +65,15 @@
 //!     the language switcher lists every edition. Rules 3–5 apply to the
 //!     translated pages as to the English ones, and rule 1 to the
 //!     generated pages of every edition.
+//! 12. The code map: every `.rs` file under `shared/src` and `xtask/src`
+//!     (see [`MAPPED_SOURCES`]) is named in `ARCHITECTURE.md`, by an
+//!     indented line under the line that is that folder alone
+//!     (`shared/src/`), starting with the file's path relative to it
+//!     (`cli/repl.rs`); the block ends at the first line that is not
+//!     indented (see [`map_entries`]). An entry under one folder does not
+//!     name a file of the other (`lib.rs` is in both). An entry ending in
+//!     `.rs` that is no file is reported too, so the map stays true when
+//!     a module is removed or renamed.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -148,6 +157,7 @@ pub fn run(root: &Path) -> Result<Vec<Problem>> {
     let manifests = manifests(&lessons)?;
     descriptions(&lessons, &manifests, &mut problems);
     new_dependencies(root, &lessons, &manifests, &mut problems);
+    code_map(root, &mut problems)?;
     Ok(problems)
 }
 
@@ -1083,6 +1093,92 @@ fn switcher(root: &Path, editions: &[&Edition], problems: &mut Vec<Problem>) {
     }
 }
 
+/// The map of the code, at the repository root.
+pub const ARCHITECTURE: &str = "ARCHITECTURE.md";
+
+/// The folders whose every module file the code map names (rule 12): the
+/// ground every lesson stands on and the tool that keeps the chain honest.
+/// Lesson crates are not listed file by file; the map describes their
+/// common shape instead.
+pub const MAPPED_SOURCES: [&str; 2] = ["shared/src", "xtask/src"];
+
+/// Rule 12.
+fn code_map(root: &Path, problems: &mut Vec<Problem>) -> Result<()> {
+    let mut sources = Vec::new();
+    for folder in MAPPED_SOURCES {
+        let dir = root.join(folder);
+        let mut files: Vec<String> = lessons::files_with_extension(&dir, "rs")?
+            .iter()
+            .map(|path| lessons::relative_path(&dir, path))
+            .collect();
+        files.sort();
+        sources.push((folder, files));
+    }
+    if sources.iter().all(|(_, files)| files.is_empty()) {
+        return Ok(());
+    }
+    let Ok(text) = std::fs::read_to_string(root.join(ARCHITECTURE)) else {
+        problems.push(problem(
+            ARCHITECTURE,
+            format!(
+                "is missing: write the map of the code, naming every module file of {}",
+                MAPPED_SOURCES.join(" and ")
+            ),
+        ));
+        return Ok(());
+    };
+    for (folder, files) in &sources {
+        let entries = map_entries(&text, folder);
+        for file in files {
+            if !entries.iter().any(|(_, entry)| entry == file) {
+                problems.push(problem(
+                    format!("{folder}/{file}"),
+                    format!(
+                        "is not in the code map: add it to the code map in {ARCHITECTURE}, as a line `  {file}  what it is` under `{folder}/`"
+                    ),
+                ));
+            }
+        }
+        for (line, entry) in &entries {
+            if entry.ends_with(".rs") && !files.contains(entry) {
+                problems.push(problem(
+                    format!("{ARCHITECTURE}:{line}"),
+                    format!(
+                        "the code map names {folder}/{entry}, which is not a file: remove the line, or correct the path"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The entries of the code map under `folder` (`shared/src`): after each
+/// line that is `folder/` alone, the first word of every indented line, up
+/// to the first line that is not indented (a blank line, the next folder,
+/// the end of the code block), with its 1-based line number. A description
+/// continued on a deeper-indented line yields a word that names no file,
+/// which is harmless.
+pub fn map_entries(text: &str, folder: &str) -> Vec<(usize, String)> {
+    let heading = format!("{folder}/");
+    let mut entries = Vec::new();
+    let mut inside = false;
+    for (index, line) in text.lines().enumerate() {
+        if line.trim_end() == heading {
+            inside = true;
+            continue;
+        }
+        if !line.starts_with([' ', '\t']) || line.trim().is_empty() {
+            inside = false;
+            continue;
+        }
+        if inside && let Some(word) = line.split_whitespace().next() {
+            entries.push((index + 1, word.to_string()));
+        }
+    }
+    entries
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1144,6 +1240,23 @@ mod tests {
             unknown_flags(&flags, &args(&["--model", "x", "-vq", "--demo=1"])),
             ["--model", "-q"]
         );
+    }
+
+    #[test]
+    fn code_map_entries_are_the_first_words_under_their_own_folder() {
+        let text = "```\nshared/src/\n  lib.rs      the map\n  cli/mod.rs  the front end,\n              continued\nxtask/src/\n  main.rs     the tasks\n```\n\n  lib.rs indented, but in no block\n";
+        let entries = |folder| {
+            map_entries(text, folder)
+                .into_iter()
+                .map(|(line, word)| format!("{line}:{word}"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            entries("shared/src"),
+            ["3:lib.rs", "4:cli/mod.rs", "5:continued"]
+        );
+        assert_eq!(entries("xtask/src"), ["7:main.rs"]);
+        assert!(entries("crates").is_empty());
     }
 
     #[test]

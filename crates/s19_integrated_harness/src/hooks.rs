@@ -90,6 +90,21 @@ impl LessonHooks {
         // The MCP servers of the workspace, known before the hooks: the
         // permission gate asks by what each server says of its tools.
         let mcp = McpHub::new(setup.workspace.root(), setup.notices.clone(), options.mcp);
+        // A rule for a server no configuration names matches nothing:
+        // likely a typo, so say so now rather than never.
+        for rule in options
+            .settings
+            .permissions
+            .unknown_mcp_servers(&mcp.configured())
+        {
+            setup.notices.emit(
+                mcp::MCP_TAG,
+                format!(
+                    "the permission rule {rule} names an MCP server that is not configured, \
+                     so it matches no tool"
+                ),
+            );
+        }
         let mut registry = HookRegistry::new();
         // ANCHOR: register_settings
         // The settings file's command hooks run before the built-in ones,
@@ -447,9 +462,9 @@ impl Hooks for LessonHooks {
 
     // ANCHOR: slash_command
     fn slash_command(&mut self, line: &str) -> Option<String> {
-        // Every `/` line is the harness's: a known command is answered, an
-        // unknown one gets the list, and neither reaches the model.
-        Some(slash::answer(line, || self.status_view()))
+        // A known command is answered and a mistyped one gets the list;
+        // neither reaches the model. Any other line (a path) is a prompt.
+        slash::answer(line, || self.status_view())
     }
     // ANCHOR_END: slash_command
 }

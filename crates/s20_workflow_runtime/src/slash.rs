@@ -3,9 +3,11 @@
 //!
 //! The front end offers every line that starts with `/` to
 //! [`shared::hooks::Hooks::slash_command`] before any turn. This lesson
-//! answers all of them: a command it knows with its text, any other with
-//! the list of commands, so a mistyped `/stauts` is not sent to the model
-//! (and paid for) as a prompt.
+//! answers a command it knows with its text, and a line that is one word
+//! with no further `/` (a mistyped `/stauts`) with the list of commands, so
+//! a typo is not sent to the model (and paid for) as a prompt. Any other
+//! line — `/tmp/build.log shows an error, why?` — is not a command: it
+//! goes to the model like any prompt.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -26,13 +28,27 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/help", "these commands"),
 ];
 
-/// The answer to `line`, a line that starts with `/`.
-pub fn answer(line: &str, status: impl FnOnce() -> StatusView) -> String {
+/// The answer to `line`, a line that starts with `/`; `None` when the line
+/// is not a command, so it goes to the model.
+pub fn answer(line: &str, status: impl FnOnce() -> StatusView) -> Option<String> {
+    let line = line.trim();
     match line.split_whitespace().next().unwrap_or_default() {
-        "/status" => render(&status()),
-        "/help" => help(),
-        other => format!("Unknown command {other}.\n{}", help()),
+        "/status" => Some(render(&status())),
+        "/help" => Some(help()),
+        other if looks_like_a_command(line) => {
+            Some(format!("Unknown command {other}.\n{}", help()))
+        }
+        _ => None,
     }
+}
+
+/// Whether a line no command claimed was still meant as one: a single
+/// word, `/` and a name with no further `/`. A path (`/tmp/x.log`) or a
+/// sentence is a prompt.
+pub fn looks_like_a_command(line: &str) -> bool {
+    line.strip_prefix('/').is_some_and(|name| {
+        !name.is_empty() && !name.contains('/') && !name.contains(char::is_whitespace)
+    })
 }
 
 /// `/help`.

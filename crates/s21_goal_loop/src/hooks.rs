@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use shared::cli::Setup;
 use shared::error::ApiError;
 use shared::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
-use shared::protocol::{ContentBlock, Message, Response, SystemBlock, ToolSpec, ToolUse};
+use shared::protocol::{ContentBlock, Message, Response, Role, SystemBlock, ToolSpec, ToolUse};
 
 use crate::Options;
 use crate::background::{self, BackgroundTasks, Finished};
@@ -100,6 +100,21 @@ impl LessonHooks {
         // The MCP servers of the workspace, known before the hooks: the
         // permission gate asks by what each server says of its tools.
         let mcp = McpHub::new(setup.workspace.root(), setup.notices.clone(), options.mcp);
+        // A rule for a server no configuration names matches nothing:
+        // likely a typo, so say so now rather than never.
+        for rule in options
+            .settings
+            .permissions
+            .unknown_mcp_servers(&mcp.configured())
+        {
+            setup.notices.emit(
+                mcp::MCP_TAG,
+                format!(
+                    "the permission rule {rule} names an MCP server that is not configured, \
+                     so it matches no tool"
+                ),
+            );
+        }
         let mut registry = HookRegistry::new();
         // ANCHOR: register_settings
         // The settings file's command hooks run before the built-in ones,
@@ -224,11 +239,13 @@ impl LessonHooks {
         mcp::tools::register(&mut tools, &mcp);
         // ANCHOR_END: register_mcp
         // ANCHOR: register_goal
-        // The goal's judge asks the same recovery-wrapped model stack.
+        // The goal's judge asks the same recovery-wrapped model stack; its
+        // check runs in the workspace.
         let goal = GoalLoop::new(
             &options.goal,
             setup.model.clone(),
             &setup.model_id,
+            setup.workspace.clone(),
             setup.notices.clone(),
         );
         // ANCHOR_END: register_goal
@@ -408,8 +425,13 @@ impl Hooks for LessonHooks {
         if next.is_none() {
             // ANCHOR: goal_gate
             // The goal's gate: a continuation, if any, is queued for
-            // `idle_work`, not returned here (see the chapter).
-            self.goal.after_turn().await;
+            // `idle_work`, not returned here (see the chapter). It reads
+            // the model's final reply only for a `GOAL IMPOSSIBLE:` line.
+            let final_reply = match history.last() {
+                Some(message) if message.role == Role::Assistant => message.text(),
+                _ => String::new(),
+            };
+            self.goal.after_turn(&final_reply).await;
             // ANCHOR_END: goal_gate
             self.memory.after_turn(history).await;
         }
@@ -550,12 +572,12 @@ impl Hooks for LessonHooks {
 
     // ANCHOR: slash_command
     fn slash_command(&mut self, line: &str) -> Option<String> {
-        // Every `/` line is the harness's: a known command is answered, an
-        // unknown one gets the list, and neither reaches the model.
+        // A known command is answered and a mistyped one gets the list;
+        // neither reaches the model. Any other line (a path) is a prompt.
         if let Some(answer) = self.goal.command(line) {
             return Some(answer);
         }
-        Some(slash::answer(line, || self.status_view()))
+        slash::answer(line, || self.status_view())
     }
     // ANCHOR_END: slash_command
 }

@@ -62,10 +62,9 @@ fn parse_start(text: &str) -> Result<ZonedDateTime, String> {
 async fn main() -> ExitCode {
     let mut args = Args::parse();
     // `.env` now, so that a MODEL_ID there counts as the environment when
-    // the settings are weighed below. The front end loads it again, which
-    // changes nothing (it never overrides a variable that is set) and
-    // reports a malformed file.
-    let _ = dotenvy::from_path(".env");
+    // the settings are weighed below. The front end would load it later;
+    // it is loaded once, so the front end's call then does nothing.
+    shared::cli::load_dotenv();
     // The settings file is read once, here, before anything starts; a bad
     // one is refused with its file, key and reason.
     let workspace = args
@@ -104,6 +103,7 @@ async fn main() -> ExitCode {
         options.autonomy = settings.autonomy();
         options.mcp = settings.mcp_options(from_env)?;
         options.workflows = settings.workflow_options(options.workflows, from_env)?;
+        options.goal = settings.goal_options(options.goal, from_env)?;
         options.settings = settings;
         options.goal.evaluator = goal_evaluator(setup.model.provider(), from_env)?;
         s21_goal_loop::build(setup, options)

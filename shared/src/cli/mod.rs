@@ -6,11 +6,16 @@
 //! shared::cli::main(LESSON, |setup| Ok(my_lesson::agent(setup)))
 //! ```
 //!
-//! This module does the rest: parse the flags, load `.env`, pick the model
-//! (the demo model when none is configured), open the workspace, then run
-//! either one `-p` prompt or a REPL. Text streams as it arrives and tool
-//! calls are echoed. Ctrl-C cancels the running turn, not the program, and
-//! an API error prints one line and leaves the REPL running.
+//! This module does the rest: parse the flags, load `.env` ([`load_dotenv`],
+//! once), pick the model (the demo model when none is configured), open the
+//! workspace, then run either one `-p` prompt or a REPL. Text streams as it
+//! arrives and tool calls are echoed. Ctrl-C cancels the running turn, not
+//! the program, and an API error prints one line and leaves the REPL
+//! running.
+//!
+//! With each lesson's `main`, this module is the edge where the process's
+//! environment is read (`.env`, the model's variables, `RUST_LOG`); the
+//! code below it takes what it needs as arguments.
 //!
 //! One [`TerminalPrinter`] serves the whole session, turns and the waits
 //! between them alike: it draws the live progress lines of background work
@@ -25,7 +30,7 @@ mod render;
 mod repl;
 
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 
 use anyhow::Context;
 use clap::Parser;
@@ -40,6 +45,7 @@ use crate::model::Model;
 use crate::model::config::select_model;
 use crate::notice::Notices;
 use crate::protocol::{Message, StopReason, Usage};
+use crate::settings::from_env;
 use crate::tools::Workspace;
 use tokio_util::sync::CancellationToken;
 
@@ -94,6 +100,9 @@ where
     H: Hooks,
     F: FnOnce(Setup) -> anyhow::Result<Agent<H>>,
 {
+    // Before anything reads a variable, so that `.env` counts for all of
+    // them, `RUST_LOG` included.
+    load_dotenv();
     init_tracing(args.verbose);
     match start(lesson, &args, build).await {
         Ok(code) => code,
@@ -109,18 +118,8 @@ where
     H: Hooks,
     F: FnOnce(Setup) -> anyhow::Result<Agent<H>>,
 {
-    // `.env` is read from the current directory only, not from its parents:
-    // a file somewhere above (in a home or temp directory) must not change
-    // which model a lesson talks to without the user knowing. A missing
-    // .env is normal; a malformed one is worth a warning.
-    if let Err(error) = dotenvy::from_path(".env")
-        && !error.not_found()
-    {
-        eprintln!("warning: could not load .env: {error}");
-    }
-    let env = |name: &str| std::env::var(name).ok();
-    let selected =
-        select_model(&args.model_choice(), &env, lesson.demo_script).map_err(anyhow::Error::msg)?;
+    let selected = select_model(&args.model_choice(), &from_env, lesson.demo_script)
+        .map_err(anyhow::Error::msg)?;
     if let Some(notice) = &selected.notice {
         eprintln!("{notice}");
     }
@@ -157,6 +156,28 @@ where
     agent.finish(&mut printer).await;
     printer.close();
     Ok(code)
+}
+
+/// Loads `.env` from the current directory into the environment, the first
+/// time it is called; later calls do nothing. [`run`] calls it before it
+/// reads any variable. A `main` that must see `.env` before that (lessons
+/// 19 to 21 weigh `MODEL_ID` against their settings file) calls it first,
+/// and the file is still read once.
+///
+/// `.env` is read from the current directory only, not from its parents: a
+/// file somewhere above (in a home or temp directory) must not change which
+/// model a lesson talks to without the user knowing. A variable already set
+/// is never overridden. A missing `.env` is normal; a malformed one is
+/// worth a warning.
+pub fn load_dotenv() {
+    static LOADED: Once = Once::new();
+    LOADED.call_once(|| {
+        if let Err(error) = dotenvy::from_path(".env")
+            && !error.not_found()
+        {
+            eprintln!("warning: could not load .env: {error}");
+        }
+    });
 }
 
 /// The lesson's answer to a `/` command, if the line is one the lesson

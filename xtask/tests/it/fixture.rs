@@ -147,6 +147,11 @@ pub fn spec() -> ToolSpec {
 }
 "#;
 
+/// The map of the fixture's code: every module file of `shared/src` and
+/// `xtask/src` under its folder (rule 12), one description continued on a
+/// second line.
+const ARCHITECTURE: &str = "# Architecture\n\n```\nshared/src/\n  cli/args.rs     the flags every lesson accepts\n  tools/bash.rs   the bash tool: runs a command,\n                  stops it after a while\ncrates/sNN_name/\n  src/lib.rs      the lesson\nxtask/src/\n  main.rs         the tasks\n```\n";
+
 /// A repository with lessons s01_first and s02_second, pages generated.
 pub(crate) fn fixture() -> TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -164,6 +169,8 @@ pub fn spec() -> ToolSpec {
         "shared/src/cli/args.rs",
         "pub struct CommonArgs {\n    #[arg(long)]\n    pub demo: bool,\n    #[arg(short = 'p', long = \"prompt\")]\n    pub prompt: Option<String>,\n}\n",
     );
+    write(root, "xtask/src/main.rs", "fn main() {}\n");
+    write(root, "ARCHITECTURE.md", ARCHITECTURE);
     for (name, number, title, hooks) in [
         ("s01_first", 1, "The first", HOOKS_1),
         ("s02_second", 2, "The second", HOOKS_2),
@@ -892,4 +899,51 @@ fn the_cargo_toml_bullet_calls_new_only_what_the_lesson_adds_or_moves() {
     );
     xtask::docs::generate(root).unwrap();
     assert_eq!(problems(root), Vec::<String>::new());
+}
+
+#[test]
+fn every_module_file_of_shared_and_xtask_is_in_the_code_map() {
+    let dir = fixture();
+    let root = dir.path();
+    // A new module, a file whose name the other folder's block has, and an
+    // entry whose file was removed.
+    write(root, "shared/src/model/sse.rs", "//! SSE.\n");
+    write(root, "xtask/src/lib.rs", "//! The tasks.\n");
+    edit(
+        root,
+        "ARCHITECTURE.md",
+        "  cli/args.rs ",
+        "  lib.rs          gone\n  cli/args.rs ",
+    );
+    assert_eq!(
+        problems(root),
+        [
+            "shared/src/model/sse.rs is not in the code map: add it to the code map in ARCHITECTURE.md, as a line `  model/sse.rs  what it is` under `shared/src/`",
+            "ARCHITECTURE.md:5: the code map names shared/src/lib.rs, which is not a file: remove the line, or correct the path",
+            "xtask/src/lib.rs is not in the code map: add it to the code map in ARCHITECTURE.md, as a line `  lib.rs  what it is` under `xtask/src/`",
+        ]
+    );
+    // Named under their own folders, with the stale entry gone, all pass.
+    edit(root, "ARCHITECTURE.md", "  lib.rs          gone\n", "");
+    edit(
+        root,
+        "ARCHITECTURE.md",
+        "  tools/bash.rs ",
+        "  model/sse.rs    server-sent events\n  tools/bash.rs ",
+    );
+    edit(
+        root,
+        "ARCHITECTURE.md",
+        "  main.rs ",
+        "  lib.rs          the library\n  main.rs ",
+    );
+    assert_eq!(problems(root), Vec::<String>::new());
+    // Without the map, one problem says to write it.
+    fs::remove_file(root.join("ARCHITECTURE.md")).unwrap();
+    assert_eq!(
+        problems(root),
+        [
+            "ARCHITECTURE.md is missing: write the map of the code, naming every module file of shared/src and xtask/src"
+        ]
+    );
 }

@@ -19,3 +19,4 @@ mod support;
 
 mod agent_loop;
 mod offered_tools;
+mod repl;

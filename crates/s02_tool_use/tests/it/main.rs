@@ -20,3 +20,4 @@ mod support;
 mod agent_loop;
 mod dispatch;
 mod offered_tools;
+mod repl;

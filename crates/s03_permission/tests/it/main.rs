@@ -21,3 +21,4 @@ mod agent_loop;
 mod dispatch;
 mod offered_tools;
 mod permission;
+mod repl;

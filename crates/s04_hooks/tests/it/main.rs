@@ -22,3 +22,4 @@ mod dispatch;
 mod hooks;
 mod offered_tools;
 mod permission;
+mod repl;

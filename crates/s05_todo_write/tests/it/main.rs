@@ -22,4 +22,5 @@ mod dispatch;
 mod hooks;
 mod offered_tools;
 mod permission;
+mod repl;
 mod todo;

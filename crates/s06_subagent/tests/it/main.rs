@@ -22,5 +22,6 @@ mod dispatch;
 mod hooks;
 mod offered_tools;
 mod permission;
+mod repl;
 mod subagent;
 mod todo;

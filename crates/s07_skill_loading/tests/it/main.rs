@@ -22,6 +22,7 @@ mod dispatch;
 mod hooks;
 mod offered_tools;
 mod permission;
+mod repl;
 mod skills;
 mod skills_cli;
 mod subagent;

@@ -26,6 +26,7 @@ mod layers;
 mod long_session;
 mod offered_tools;
 mod permission;
+mod repl;
 mod skills;
 mod skills_cli;
 mod subagent;

@@ -28,6 +28,7 @@ mod memory;
 mod memory_store;
 mod offered_tools;
 mod permission;
+mod repl;
 mod skills;
 mod skills_cli;
 mod subagent;

@@ -29,6 +29,7 @@ mod memory_store;
 mod offered_tools;
 mod permission;
 mod prompt_cache;
+mod repl;
 mod skills;
 mod skills_cli;
 mod subagent;

@@ -174,7 +174,8 @@ impl TaskBoard {
 
 // ANCHOR: create
 impl TaskBoard {
-    /// Creates a pending task with the next free id. Every dependency must
+    /// Creates a pending task with the next free id: after every id a file
+    /// in the directory holds, readable or not. Every dependency must
     /// exist, and none may lead back into a cycle.
     pub fn create(
         &self,
@@ -197,8 +198,11 @@ impl TaskBoard {
                 known: tasks.iter().map(|task| task.id.clone()).collect(),
             });
         }
-        let task = Task {
-            id: next_id(&tasks),
+        // Every file present holds its id, even one that cannot be read:
+        // a person may repair it, and it must not be replaced.
+        let taken = self.store.taken_ids().map_err(io)?;
+        let mut task = Task {
+            id: next_id(&taken),
             subject: subject.trim().to_string(),
             description: description.trim().to_string(),
             status: Status::Pending,
@@ -214,7 +218,17 @@ impl TaskBoard {
         if let Some(cycle) = find_cycle(&task, &by_id) {
             return Err(Refusal::Cycle(cycle));
         }
-        self.store.save(&task).map_err(io)?;
+        // Created, never replaced: a name taken behind the lock's back (by
+        // hand, or by a process that ignores the lock) means the next id.
+        loop {
+            match self.store.create(&task) {
+                Ok(()) => break,
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                    task.id = next_id(&[task.id.as_str()]);
+                }
+                Err(error) => return Err(io(error)),
+            }
+        }
         self.notices
             .emit(TASKS_TAG, format!("created {}: {}", task.id, task.subject));
         Ok(task)

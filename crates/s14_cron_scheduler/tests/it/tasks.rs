@@ -283,13 +283,12 @@ async fn a_corrupt_task_file_is_reported_and_skipped_never_fatal() {
     let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
     outcome.unwrap();
     let results = results(&history);
-    // The next id skips nothing it cannot read: 5 and 6 are unreadable, so
-    // the first readable-board id is 1.
+    // Unreadable files still hold their ids: the next one is 7.
     assert_eq!(
         results[0],
-        ("Created task 1: still works".to_string(), false)
+        ("Created task 7: still works".to_string(), false)
     );
-    assert_eq!(results[1], ("[ ] 1: still works".to_string(), false));
+    assert_eq!(results[1], ("[ ] 7: still works".to_string(), false));
     let warnings: Vec<String> = recorder
         .notices_tagged(lesson::tasks::TASKS_TAG)
         .into_iter()
@@ -305,6 +304,47 @@ async fn a_corrupt_task_file_is_reported_and_skipped_never_fatal() {
             .any(|text| text.contains("6.json") && text.contains("its id is `1`")),
         "{warnings:?}"
     );
+}
+
+#[tokio::test]
+async fn a_damaged_task_file_is_kept_byte_for_byte_when_a_task_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join(TASKS_DIR);
+    std::fs::create_dir_all(&tasks).unwrap();
+    // Two task files cut short (by a crash, or a person's half-done edit):
+    // the board cannot read them, and a person can still repair them.
+    let damaged: &[u8] = b"{\"id\": \"3\", \"subject\": \"half a ta";
+    std::fs::write(tasks.join("1.json"), b"").unwrap();
+    std::fs::write(tasks.join("3.json"), damaged).unwrap();
+    let (history, _) = support::run(
+        dir.path(),
+        vec![
+            Reply::tool("create_task", json!({"subject": "first"}))
+                .and_tool("create_task", json!({"subject": "second"})),
+            Reply::text("done"),
+        ],
+    )
+    .await;
+    let results = results(&history);
+    assert_eq!(
+        results,
+        [
+            ("Created task 4: first".to_string(), false),
+            ("Created task 5: second".to_string(), false),
+        ]
+    );
+    assert_eq!(std::fs::read(tasks.join("1.json")).unwrap(), b"");
+    assert_eq!(std::fs::read(tasks.join("3.json")).unwrap(), damaged);
+    let ids: Vec<String> = board(dir.path()).into_keys().collect();
+    assert_eq!(ids, ["4", "5"]);
+    // No temporary file is left behind.
+    let mut names: Vec<String> = std::fs::read_dir(&tasks)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != ".lock")
+        .collect();
+    names.sort();
+    assert_eq!(names, ["1.json", "3.json", "4.json", "5.json"]);
 }
 
 #[tokio::test]
@@ -398,22 +438,30 @@ fn ready_tasks(dir: &Path, count: usize) -> TaskBoard {
     board
 }
 
-/// Tries to claim every task of the board in `dir` once, as `owner`, and
-/// returns the ids it won.
-fn claim_everything(dir: &Path, owner: &str, count: usize) -> Vec<String> {
+/// Tries the tasks of the board in `dir` in id order, as `owner`, until it
+/// wins one, and returns its id (`None` when every task was taken first).
+fn claim_one(dir: &Path, owner: &str, count: usize) -> Option<String> {
     let board = TaskBoard::new(dir.join(TASKS_DIR), Notices::new());
     (1..=count)
         .map(|id| id.to_string())
-        .filter(|id| board.claim(id, owner).is_ok())
-        .collect()
+        .find(|id| board.claim(id, owner).is_ok())
 }
 
 /// The environment variables that turn [`claimer_process`] on.
 const CLAIM_DIR: &str = "TASKS_TEST_CLAIM_DIR";
 const CLAIM_OWNER: &str = "TASKS_TEST_CLAIM_OWNER";
-const TASK_COUNT: usize = 20;
 
-/// What a claimer process prints before each id it won.
+/// Claimers of each kind, and the tasks they race for. Each claimer wins
+/// at most one task, and there are more tasks than claimers of one kind,
+/// so neither kind can take them all: however the race goes, threads and
+/// processes both win, and every task is won (fifty claimers, each of
+/// which gives up only when all thirty are taken).
+const CLAIMERS_OF_EACH_KIND: usize = 25;
+const TASK_COUNT: usize = 30;
+
+/// What a claimer process prints when it is ready to start, and before
+/// the id it won.
+const READY: &str = "claimer ready";
 const CLAIMED: &str = "claimed task ";
 
 /// Not a test of its own: the body of each claimer *process* in the race
@@ -421,25 +469,33 @@ const CLAIMED: &str = "claimed task ";
 #[test]
 #[ignore = "run as a child process by fifty_claimers_in_threads_and_processes_never_share_a_task"]
 fn claimer_process() {
+    use std::io::{BufRead, Write};
     let (Ok(dir), Ok(owner)) = (std::env::var(CLAIM_DIR), std::env::var(CLAIM_OWNER)) else {
         return;
     };
-    for id in claim_everything(Path::new(&dir), &owner, TASK_COUNT) {
+    // Started: say so, then wait for the start line on standard input.
+    println!("{READY}");
+    std::io::stdout().flush().unwrap();
+    let mut go = String::new();
+    std::io::stdin().lock().read_line(&mut go).unwrap();
+    if let Some(id) = claim_one(Path::new(&dir), &owner, TASK_COUNT) {
         println!("{CLAIMED}{id}");
     }
 }
 
 #[test]
 fn fifty_claimers_in_threads_and_processes_never_share_a_task() {
+    use std::io::{BufRead, BufReader, Read, Write};
     let dir = tempfile::tempdir().unwrap();
     ready_tasks(dir.path(), TASK_COUNT);
 
-    // Twenty-five processes start first (they are slower to get going),
-    // then twenty-five threads join the same race.
-    let processes: Vec<(String, std::process::Child)> = (0..25)
+    // Twenty-five processes and twenty-five threads, each started and held
+    // at a gate, so that all fifty begin the race together: the processes
+    // wait for a line on standard input, the threads at a barrier.
+    let mut processes: Vec<_> = (0..CLAIMERS_OF_EACH_KIND)
         .map(|n| {
             let owner = format!("process-{n}");
-            let child = std::process::Command::new(std::env::current_exe().unwrap())
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "tasks::claimer_process",
                     "--exact",
@@ -449,44 +505,63 @@ fn fifty_claimers_in_threads_and_processes_never_share_a_task() {
                 ])
                 .env(CLAIM_DIR, dir.path())
                 .env(CLAIM_OWNER, &owner)
+                .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .unwrap();
-            (owner, child)
+            let stdout = BufReader::new(child.stdout.take().unwrap());
+            (owner, child, stdout)
         })
         .collect();
-    let threads: Vec<_> = (0..25)
+    let gate = std::sync::Arc::new(std::sync::Barrier::new(CLAIMERS_OF_EACH_KIND + 1));
+    let threads: Vec<_> = (0..CLAIMERS_OF_EACH_KIND)
         .map(|n| {
-            let dir = dir.path().to_path_buf();
+            let (dir, gate) = (dir.path().to_path_buf(), gate.clone());
             let owner = format!("thread-{n}");
             std::thread::spawn(move || {
-                let won = claim_everything(&dir, &owner, TASK_COUNT);
+                gate.wait();
+                let won = claim_one(&dir, &owner, TASK_COUNT);
                 (owner, won)
             })
         })
         .collect();
-
-    let mut winners: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for handle in threads {
-        let (owner, won) = handle.join().unwrap();
-        for id in won {
-            winners.entry(id).or_default().push(owner.clone());
+    // Every process has started (the test harness writes its own words on
+    // the same lines, so the marker is searched for, not expected alone).
+    for (owner, _, stdout) in &mut processes {
+        let mut line = String::new();
+        while !line.contains(READY) {
+            line.clear();
+            let read = stdout.read_line(&mut line).unwrap();
+            assert!(read > 0, "{owner} ended before it was ready");
         }
     }
-    for (owner, child) in processes {
-        let output = child.wait_with_output().unwrap();
-        assert!(output.status.success(), "{owner} failed");
-        // The test harness writes its own words on the same lines (`test
-        // tasks::claimer_process ... claimed 3`), so the marker is searched
-        // for, not expected at the start.
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        for line in stdout.lines() {
+    // Open the gate for both kinds at once.
+    for (_, child, _) in &mut processes {
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    }
+    gate.wait();
+
+    let mut winners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut wins_by_kind: BTreeMap<&str, usize> = BTreeMap::new();
+    for handle in threads {
+        let (owner, won) = handle.join().unwrap();
+        if let Some(id) = won {
+            winners.entry(id).or_default().push(owner.clone());
+            *wins_by_kind.entry("thread").or_default() += 1;
+        }
+    }
+    for (owner, mut child, mut stdout) in processes {
+        let mut rest = String::new();
+        stdout.read_to_string(&mut rest).unwrap();
+        assert!(child.wait().unwrap().success(), "{owner} failed");
+        for line in rest.lines() {
             if let Some((_, id)) = line.split_once(CLAIMED) {
                 winners
                     .entry(id.trim().to_string())
                     .or_default()
                     .push(owner.clone());
+                *wins_by_kind.entry("process").or_default() += 1;
             }
         }
     }
@@ -499,5 +574,12 @@ fn fifty_claimers_in_threads_and_processes_never_share_a_task() {
         assert_eq!(tasks[id].status, Status::InProgress);
         assert_eq!(tasks[id].owner.as_ref(), Some(&owners[0]));
     }
+    // Both kinds won: the lock held between processes, not only between
+    // the threads of one.
+    assert!(
+        wins_by_kind.get("thread").is_some_and(|wins| *wins > 0)
+            && wins_by_kind.get("process").is_some_and(|wins| *wins > 0),
+        "{wins_by_kind:?}"
+    );
 }
 // ANCHOR_END: race

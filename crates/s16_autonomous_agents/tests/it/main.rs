@@ -34,6 +34,7 @@ mod offered_tools;
 mod permission;
 mod prompt_cache;
 mod recovery;
+mod repl;
 mod skills;
 mod skills_cli;
 mod subagent;

@@ -741,7 +741,7 @@ async fn every_server_is_stopped_when_the_session_ends() {
 // ---------------------------------------------------------------------
 // Third-party servers, from the npm registry (`npm ci` in
 // examples/mcp_server/npm). Without node or the packages these tests say
-// so and return.
+// so on standard error and return; under CI (`CI` set) they fail instead.
 
 #[tokio::test]
 async fn the_reference_filesystem_server_lists_reads_refuses_and_uses_our_root() {

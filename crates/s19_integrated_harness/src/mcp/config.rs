@@ -1,7 +1,6 @@
 //! `.mcp.json`: which servers the workspace can connect to.
 //!
-//! The file has the shape other MCP clients read, so one file serves them
-//! all:
+//! The file has the shape other MCP clients read:
 //!
 //! ```json
 //! {"mcpServers": {"docs": {"command": "mcp_example_server", "args": [], "env": {"LOG": "1"}}}}
@@ -10,6 +9,12 @@
 //! It is loaded defensively, entry by entry: a file that is not JSON, or an
 //! entry without a `command`, is reported (a notice naming the file, the key
 //! and the reason) and skipped; the other entries still load.
+//!
+//! An entry is read strictly: a field this lesson does not know (a
+//! misspelt `agrs`, or another client's `cwd` or `url`) is refused, with
+//! the same notice, rather than ignored, since a server started without
+//! the arguments the user wrote would misbehave with no word why. So the
+//! file serves other clients only as far as its entries use these fields.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

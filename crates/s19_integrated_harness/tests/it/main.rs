@@ -36,6 +36,7 @@ mod offered_tools;
 mod permission;
 mod prompt_cache;
 mod recovery;
+mod repl;
 mod settings;
 mod skills;
 mod skills_cli;

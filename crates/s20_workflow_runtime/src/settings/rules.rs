@@ -33,6 +33,7 @@ use shared::protocol::ToolUse;
 use shared::tools::Workspace;
 
 use super::pattern::Wildcard;
+use crate::mcp::names;
 
 /// What a rule list says about a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +94,24 @@ impl PermissionRules {
     }
 }
 // ANCHOR_END: decide
+
+impl PermissionRules {
+    /// The rules that name an MCP server none of `servers` (the configured
+    /// servers' real names) is, once both are normalised: such a rule
+    /// matches no tool, which is worth a warning at start-up.
+    pub fn unknown_mcp_servers<'a>(&'a self, servers: &[String]) -> Vec<&'a Rule> {
+        let known: Vec<String> = servers.iter().map(|name| names::normalize(name)).collect();
+        [&self.deny, &self.ask, &self.allow]
+            .into_iter()
+            .flatten()
+            .filter(|rule| {
+                rule.tool
+                    .mcp_server()
+                    .is_some_and(|server| !known.iter().any(|known| known == server))
+            })
+            .collect()
+    }
+}
 
 /// One rule, as written and as parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,6 +259,8 @@ fn normalise(command: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolPattern {
     name: Wildcard,
+    /// The pattern as it matches (aliases resolved, MCP names normalised).
+    text: String,
 }
 
 /// What the parentheses of a tool's rule hold.
@@ -256,8 +277,11 @@ impl ToolPattern {
         if text.is_empty() {
             return Err("no tool name".into());
         }
+        // An MCP name may have any character its server chose; it is
+        // normalised below.
         if let Some(bad) = text
             .chars()
+            .filter(|_| !text.starts_with(names::PREFIX))
             .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '*' | '?')))
         {
             return Err(format!(
@@ -271,20 +295,38 @@ impl ToolPattern {
             "Write" => "write_file".to_string(),
             "Edit" => "edit_file".to_string(),
             "Glob" => "glob".to_string(),
-            // `mcp__docs`, a server without a tool: all of its tools.
-            server if server.starts_with("mcp__") && !server["mcp__".len()..].contains("__") => {
-                format!("{server}__*")
+            // An MCP tool is offered under its normalised name (`my.docs`
+            // becomes `my_docs`), so a rule written with the server's real
+            // name is normalised the same way, its wildcards kept.
+            mcp if mcp.starts_with(names::PREFIX) => {
+                let name = normalize_pattern(mcp);
+                // `mcp__docs`, a server without a tool: all of its tools.
+                if name[names::PREFIX.len()..].contains("__") {
+                    name
+                } else {
+                    format!("{name}__*")
+                }
             }
             other => other.to_string(),
         };
         Ok(Self {
             name: Wildcard::any(&name),
+            text: name,
         })
     }
 
     /// Whether the tool called `name` matches.
     pub fn matches(&self, name: &str) -> bool {
         self.name.matches(name)
+    }
+
+    /// The MCP server a pattern names (`docs` for `mcp__docs__*`), as
+    /// normalised; `None` for other tools and when the server part has a
+    /// wildcard.
+    pub fn mcp_server(&self) -> Option<&str> {
+        let server = self.text.strip_prefix(names::PREFIX)?;
+        let server = server.split("__").next().unwrap_or_default();
+        (!server.is_empty() && !server.contains(['*', '?'])).then_some(server)
     }
 
     fn takes(&self) -> Takes {
@@ -299,6 +341,18 @@ impl ToolPattern {
             Takes::Nothing
         }
     }
+}
+
+/// `pattern` normalised as [`names::normalize`] does tool names, keeping
+/// `*` and `?` as wildcards.
+fn normalize_pattern(pattern: &str) -> String {
+    pattern
+        .chars()
+        .map(|c| match c {
+            '*' | '?' => c.to_string(),
+            c => names::normalize(&c.to_string()),
+        })
+        .collect()
 }
 
 /// A path rule: anchored at the workspace (`src/**`), absolute
@@ -494,6 +548,8 @@ mod tests {
             ("Glob", "glob", true),
             ("mcp__docs__*", "mcp__docs__search", true),
             ("mcp__docs", "mcp__docs__search", true),
+            ("mcp__my.docs__*", "mcp__my_docs__search", true),
+            ("mcp__my.docs", "mcp__my_docs__search", true),
             ("mcp__docs", "mcp__docsx__search", false),
             ("mcp__docs__search", "mcp__docs__search_all", false),
             ("spawn_teammate", "spawn_teammate", true),

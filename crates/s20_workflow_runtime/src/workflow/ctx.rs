@@ -12,9 +12,9 @@
 //! A workflow gets no file or shell access of its own: what touches the
 //! workspace is done by its agents, through their tools and permissions.
 //! And it must be deterministic — the same arguments must lead to the
-//! same calls — or a resumed run finds different keys than the journal
-//! holds and runs them again: no clock, no randomness, no reading of the
-//! file system outside its agents.
+//! same calls, identical ones issued in the same order — or a resumed run
+//! finds different keys than the journal holds and runs them again: no
+//! clock, no randomness, no reading of the file system outside its agents.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -30,8 +30,9 @@ use super::{BoxFuture, TAG, WorkflowError};
 pub const MAX_DEPTH: usize = 1;
 
 // ANCHOR: agent_call
-/// One agent call: a label (unique within the run, shown in progress and
-/// notices), the task, and optionally the JSON Schema its answer must
+/// One agent call: a label (shown in progress and notices; usually
+/// unique within the run, though the same call may be issued twice), the
+/// task, and optionally the JSON Schema its answer must
 /// match and the phase it belongs to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentCall {
@@ -101,60 +102,75 @@ impl WorkflowCtx {
     }
 
     // ANCHOR: agent
-    /// Runs one agent call, or answers it from the journal. The call's key
-    /// is the hash of what it is (see [`call_key`]); if the journal has
-    /// it, its value comes back without a model call. Otherwise the call
-    /// waits for a permit of the concurrency cap, runs, and — once it has
-    /// an answer — is journaled before it returns.
-    pub async fn agent(&self, call: AgentCall) -> Result<Value, WorkflowError> {
-        let run = &self.run;
-        let key = call_key("agent", &call.label, &call.prompt, call.schema.as_ref());
-        if let Some(value) = run.journal.cached(&key) {
-            run.update(|tally| {
-                tally.agents_cached += 1;
-                tally.done += 1;
-            });
-            return Ok(value);
-        }
-        if let Some(phase) = &call.phase {
-            self.phase(phase.clone());
-        }
-        let permits = Arc::clone(run.agents.permits());
-        let _permit = tokio::select! {
-            permit = permits.acquire_owned() => permit.map_err(|_| WorkflowError::Stopped)?,
-            () = run.cancel.cancelled() => return Err(WorkflowError::Stopped),
-        };
-        run.update(|tally| tally.running += 1);
-        let (result, spent) = run
-            .agents
-            .run(
-                &run.workflow,
-                &call.label,
-                &call.prompt,
-                call.schema.as_ref(),
-                &run.cancel,
-            )
-            .await;
-        let kept = result.and_then(|value| {
-            run.journal
-                .record(Record {
-                    key,
-                    label: call.label.clone(),
-                    value: value.clone(),
-                })
-                .map_err(|error| WorkflowError::Journal(error.to_string()))?;
-            Ok(value)
-        });
-        run.update(|tally| {
-            tally.running -= 1;
-            tally.agents_run += 1;
-            tally.tokens += spent.tokens;
-            tally.tool_calls += spent.tool_calls;
-            if kept.is_ok() {
-                tally.done += 1;
+    /// Issues one agent call, and returns the future of its answer: from
+    /// the journal, or from a run. The call's key — what it is, and which
+    /// occurrence of that it is (see [`call_key`]) — is fixed here, when
+    /// the call is issued, not when the future first runs or finishes, so
+    /// identical calls are numbered in the order the workflow's code
+    /// issues them. If the journal has the key, its value comes back
+    /// without a model call. Otherwise the call waits for a permit of the
+    /// concurrency cap, runs, and — once it has an answer — is journaled
+    /// before the future completes.
+    pub fn agent(&self, call: AgentCall) -> BoxFuture<Result<Value, WorkflowError>> {
+        let run = Arc::clone(&self.run);
+        let first_key = call_key("agent", &call.label, &call.prompt, call.schema.as_ref(), 1);
+        let occurrence = run.occurrences.next(&first_key);
+        let key = call_key(
+            "agent",
+            &call.label,
+            &call.prompt,
+            call.schema.as_ref(),
+            occurrence,
+        );
+        let ctx = self.clone();
+        Box::pin(async move {
+            if let Some(value) = run.journal.cached(&key) {
+                run.update(|tally| {
+                    tally.agents_cached += 1;
+                    tally.done += 1;
+                });
+                return Ok(value);
             }
-        });
-        kept
+            if let Some(phase) = &call.phase {
+                ctx.phase(phase.clone());
+            }
+            let permits = Arc::clone(run.agents.permits());
+            let _permit = tokio::select! {
+                permit = permits.acquire_owned() => permit.map_err(|_| WorkflowError::Stopped)?,
+                () = run.cancel.cancelled() => return Err(WorkflowError::Stopped),
+            };
+            run.update(|tally| tally.running += 1);
+            let (result, spent) = run
+                .agents
+                .run(
+                    &run.workflow,
+                    &call.label,
+                    &call.prompt,
+                    call.schema.as_ref(),
+                    &run.cancel,
+                )
+                .await;
+            let kept = result.and_then(|value| {
+                run.journal
+                    .record(Record {
+                        key,
+                        label: call.label.clone(),
+                        value: value.clone(),
+                    })
+                    .map_err(|error| WorkflowError::Journal(error.to_string()))?;
+                Ok(value)
+            });
+            run.update(|tally| {
+                tally.running -= 1;
+                tally.agents_run += 1;
+                tally.tokens += spent.tokens;
+                tally.tool_calls += spent.tool_calls;
+                if kept.is_ok() {
+                    tally.done += 1;
+                }
+            });
+            kept
+        })
     }
     // ANCHOR_END: agent
 

@@ -15,8 +15,10 @@
 //! `pipeline` (each item through every stage, no barrier), `phase`, `log`
 //! and one level of nested `workflow`. Every finished agent call is
 //! written to the run's journal ([`journal`]) under a key made of its
-//! content, so a run resumed by its id ([`store`]) re-runs only the calls
-//! that are not there. The terminal shows the run's progress live, and its
+//! content and, for identical calls, the order they were issued in, so a
+//! run resumed by its id ([`store`]) re-runs only the calls that are not
+//! there. Whoever runs a run holds its lock file ([`lock`]), so two
+//! sessions cannot run it at once. The terminal shows the run's progress live, and its
 //! end arrives as one `<task_notification>` ([`report`]), through lesson
 //! 13's channel.
 //!
@@ -26,6 +28,7 @@
 pub mod agent;
 pub mod ctx;
 pub mod journal;
+pub mod lock;
 pub mod meta;
 pub mod registry;
 pub mod report;

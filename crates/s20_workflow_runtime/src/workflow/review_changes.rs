@@ -156,7 +156,6 @@ async fn verify(ctx: WorkflowCtx, audited: Value) -> Result<Value, WorkflowError
         .iter()
         .enumerate()
         .map(|(index, finding)| {
-            let ctx = ctx.clone();
             let call = AgentCall::new(
                 format!("verify:{dimension}#{}", index + 1),
                 format!(
@@ -168,7 +167,7 @@ async fn verify(ctx: WorkflowCtx, audited: Value) -> Result<Value, WorkflowError
             )
             .schema(verdict_schema())
             .phase("Verify");
-            Box::pin(async move { ctx.agent(call).await }) as BoxFuture<_>
+            ctx.agent(call)
         })
         .collect();
     let verdicts = ctx.parallel(checks).await?;

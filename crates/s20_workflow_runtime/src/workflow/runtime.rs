@@ -10,7 +10,9 @@
 //! always in exactly one of the two places. The agent takes the queue in
 //! lesson 13's two places (see [`crate::hooks`]), and
 //! [`WorkflowRuntime::has_pending`] tells `-p` to wait while anything is
-//! running or not yet told.
+//! running or not yet told. While a run runs, the session holds its lock
+//! file ([`super::lock`]), so another session on the same workspace
+//! cannot resume it at the same time.
 //!
 //! At the end of the session ([`WorkflowRuntime::stop_all`]) runs still
 //! going are cancelled; each writes its snapshot as `stopped`, and a
@@ -28,6 +30,7 @@ use tokio::task::JoinHandle;
 
 use super::agent::{AgentRunner, DEFAULT_CONCURRENCY};
 use super::journal::Journal;
+use super::lock::{LockError, RunLock};
 use super::meta::{MAX_NAME_CHARS, WorkflowInputError, is_safe_name};
 use super::registry::WorkflowRegistry;
 use super::report::RunFinished;
@@ -151,7 +154,8 @@ impl WorkflowRuntime {
     /// run id at once. Must be called inside a tokio runtime. Refused, with
     /// nothing started, when the name is not a safe slug or not registered,
     /// the workflow's metadata is invalid, or the resume id is bad, unknown,
-    /// of another workflow or still running.
+    /// of another workflow, or still running — in this session or, as its
+    /// lock file says, in another.
     pub fn start(&self, request: StartRequest) -> Result<Started, WorkflowInputError> {
         let inner = &self.inner;
         if !is_safe_name(&request.name, MAX_NAME_CHARS) {
@@ -197,6 +201,19 @@ impl WorkflowRuntime {
             );
             cancel
         };
+        // The in-process check above cannot see another session on the
+        // same workspace; the run's lock file can. Whoever runs the run
+        // holds it, from here until the run has written its end.
+        let lock = match RunLock::try_take(&inner.store.lock_path(&run_id), &run_id) {
+            Ok(lock) => lock,
+            Err(error) => {
+                inner.state().running.remove(&run_id);
+                return Err(match error {
+                    LockError::Held(run_id) => WorkflowInputError::RunningElsewhere(run_id),
+                    LockError::Io { .. } => WorkflowInputError::Storage(error.to_string()),
+                });
+            }
+        };
         let opened = Journal::open(&inner.store.journal_path(&run_id), &inner.notices)
             .map_err(|error| format!("cannot open the journal of {run_id}: {error}"))
             .and_then(|journal| {
@@ -241,7 +258,7 @@ impl WorkflowRuntime {
                 outcome = workflow(ctx, args.clone()) => outcome,
                 () = task_run.cancel.cancelled() => Err(WorkflowError::Stopped),
             };
-            finish(&weak, &task_run, &args, outcome);
+            finish(&weak, &task_run, &args, outcome, lock);
         });
         let mut state = inner.state();
         match state.running.get_mut(&run_id) {
@@ -318,9 +335,17 @@ impl WorkflowRuntime {
 }
 
 // ANCHOR: finish
-/// Ends a run: the snapshot and, if it completed, the output file, then
-/// the run moves from running to finished and whoever waits is woken.
-fn finish(inner: &Weak<Inner>, run: &Run, args: &Value, outcome: Result<Value, WorkflowError>) {
+/// Ends a run: the snapshot and, if it completed, the output file; then
+/// the run lets go of its lock, moves from running to finished, and
+/// whoever waits is woken — so whoever hears of the end can resume the
+/// run at once, from this session or another.
+fn finish(
+    inner: &Weak<Inner>,
+    run: &Run,
+    args: &Value,
+    outcome: Result<Value, WorkflowError>,
+    lock: RunLock,
+) {
     let Some(inner) = inner.upgrade() else {
         return;
     };
@@ -362,6 +387,7 @@ fn finish(inner: &Weak<Inner>, run: &Run, args: &Value, outcome: Result<Value, W
             format!("cannot write the snapshot of {}: {error}", run.id),
         );
     }
+    drop(lock);
     run.report_finished();
     let tally = run.snapshot();
     let finished = RunFinished {

@@ -207,10 +207,18 @@ pub fn npm_server(package: &str, args: &[&str]) -> Option<lesson::mcp::ServerCon
         .output()
         .is_ok_and(|output| output.status.success());
     if !node || !script.is_file() {
-        println!(
-            "skipped: {} (run `npm ci` in examples/mcp_server/npm; node found: {node})",
+        let why = format!(
+            "{} is missing (run `npm ci --prefix examples/mcp_server/npm`; node found: {node})",
             script.display()
         );
+        // Under CI a missing server is a broken setup, not a reason to pass.
+        if std::env::var("CI").is_ok_and(|ci| !ci.is_empty()) {
+            panic!("CI is set and {why}");
+        }
+        // Straight to standard error: the test harness captures `println!`
+        // and `eprintln!`, and a skip must be seen.
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "SKIPPED {package}: {why}");
         return None;
     }
     let mut all = vec![script.to_string_lossy().into_owned()];

@@ -7,7 +7,8 @@
 //! can sway it. Two are provided:
 //!
 //! * [`KeywordEvaluator`]: deterministic and offline, for the demo and the
-//!   tests — every clause of the objective must appear in the evidence;
+//!   tests — every clause of the objective must appear in the output of
+//!   work that succeeded (a command that exited 0, a run that completed);
 //! * [`super::model_evaluator::ModelEvaluator`]: a side query to the model,
 //!   for objectives a substring cannot judge.
 
@@ -106,9 +107,14 @@ fn contains_words(text: &str, clause: &str) -> bool {
 
 // ANCHOR: keyword
 /// The offline judge: the goal is met when every clause of the objective
-/// occurs, case-insensitively, in the trusted evidence. It is literal —
-/// "0 tests passed, 3 failed" contains "tests passed" — which is why a
-/// configured model is asked instead when there is one.
+/// occurs, case-insensitively, in the output of trusted work that
+/// *succeeded*. The output of a command that failed never counts, however
+/// it is worded: `echo tests passed; exit 1` is a failure that says
+/// "tests passed". The command line is never read (the model wrote it).
+/// Within what succeeded the matcher is literal — "0 tests passed, 3
+/// failed" from a command that exits 0 contains "tests passed", and so
+/// does `echo tests passed` — which is why a configured model is asked
+/// instead when there is one, and why `--check` exists.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct KeywordEvaluator;
 
@@ -118,27 +124,51 @@ impl KeywordEvaluator {
         if evidence.is_empty() {
             return Verdict::not_met(NO_EVIDENCE);
         }
-        let texts: Vec<String> = evidence.iter().map(|entry| words(&entry.text)).collect();
-        let (found, missing): (Vec<String>, Vec<String>) = clauses(objective)
-            .into_iter()
+        let clauses = clauses(objective);
+        let (succeeded, failed): (Vec<&Evidence>, Vec<&Evidence>) =
+            evidence.iter().partition(|entry| entry.outcome.succeeded);
+        let texts: Vec<String> = succeeded.iter().map(|entry| words(&entry.output)).collect();
+        let (found, missing): (Vec<String>, Vec<String>) = clauses
+            .iter()
+            .cloned()
             .partition(|clause| texts.iter().any(|text| contains_words(text, clause)));
         if missing.is_empty() {
-            let origins: Vec<String> = evidence
+            let origins: Vec<String> = succeeded
                 .iter()
                 .zip(&texts)
                 .filter(|(_, text)| found.iter().any(|clause| contains_words(text, clause)))
                 .map(|(entry, _)| entry.origin.to_string())
                 .collect();
-            Verdict {
+            return Verdict {
                 ok: true,
                 reason: format!(
-                    "{} found in trusted evidence from {}",
+                    "{} found in the output of trusted work that succeeded, from {}",
                     quoted(&found),
                     origins.join(", ")
                 ),
-            }
+            };
+        }
+        // Say so when the words are there but only in failures: the model
+        // learns that its command failed, not that it printed too little.
+        let only_failed: Vec<String> = failed
+            .iter()
+            .filter(|entry| {
+                let text = words(&entry.output);
+                missing.iter().any(|clause| contains_words(&text, clause))
+            })
+            .map(|entry| format!("{} ({})", entry.origin, entry.outcome.status))
+            .collect();
+        if only_failed.is_empty() {
+            Verdict::not_met(format!(
+                "no trusted evidence of work that succeeded mentions {}",
+                quoted(&missing)
+            ))
         } else {
-            Verdict::not_met(format!("no trusted evidence mentions {}", quoted(&missing)))
+            Verdict::not_met(format!(
+                "{} appears only in the output of work that did not succeed: {}",
+                quoted(&missing),
+                only_failed.join(", ")
+            ))
         }
     }
 }
@@ -171,16 +201,25 @@ fn quoted(clauses: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::goal::evidence::Origin;
+    use crate::goal::evidence::{Origin, Outcome};
 
-    fn evidence(text: &str) -> Vec<Evidence> {
-        vec![Evidence {
+    fn entry(output: &str, succeeded: bool) -> Evidence {
+        Evidence {
             seq: 0,
             origin: Origin::BackgroundTask {
                 id: "bg_0001".into(),
             },
-            text: text.into(),
-        }]
+            command: "echo tests passed and deploy green".into(),
+            outcome: Outcome {
+                succeeded,
+                status: if succeeded { "completed" } else { "failed" },
+            },
+            output: output.into(),
+        }
+    }
+
+    fn evidence(output: &str) -> Vec<Evidence> {
+        vec![entry(output, true)]
     }
 
     #[test]
@@ -207,7 +246,10 @@ mod tests {
         let half =
             KeywordEvaluator::judge("tests passed and deploy green", &evidence("Tests PASSED"));
         assert!(!half.ok);
-        assert_eq!(half.reason, "no trusted evidence mentions \"deploy green\"");
+        assert_eq!(
+            half.reason,
+            "no trusted evidence of work that succeeded mentions \"deploy green\""
+        );
         let all = KeywordEvaluator::judge(
             "tests passed and deploy green",
             &evidence("tests   passed\ndeploy green"),
@@ -220,5 +262,19 @@ mod tests {
     fn no_evidence_is_not_met() {
         let verdict = KeywordEvaluator::judge("tests passed", &[]);
         assert_eq!(verdict, Verdict::not_met(NO_EVIDENCE));
+    }
+
+    #[test]
+    fn the_output_of_work_that_failed_never_counts_nor_does_the_command() {
+        let failed = KeywordEvaluator::judge("tests passed", &[entry("tests passed", false)]);
+        assert!(!failed.ok);
+        assert_eq!(
+            failed.reason,
+            "\"tests passed\" appears only in the output of work that did not succeed: \
+             background task bg_0001 (failed)"
+        );
+        // The command says the words; the output does not.
+        let quiet = KeywordEvaluator::judge("deploy green", &evidence("ok"));
+        assert!(!quiet.ok, "{quiet:?}");
     }
 }

@@ -25,6 +25,9 @@
 //! | `recovery.base_delay_ms`                | `RECOVERY_BASE_DELAY_MS`        |
 //! | `recovery.escalated_max_tokens`         | `RECOVERY_ESCALATED_MAX_TOKENS` |
 //! | `workflow.concurrency`                  | `WORKFLOW_CONCURRENCY`          |
+//! | `goal.budget`                           | `GOAL_BUDGET`                   |
+//! | `goal.no_progress_limit`                | `GOAL_NO_PROGRESS_LIMIT`        |
+//! | `goal.check_timeout_secs`               | `GOAL_CHECK_TIMEOUT_SECS`       |
 
 use std::time::Duration;
 
@@ -34,6 +37,7 @@ use shared::settings::InvalidSetting;
 use super::Settings;
 use crate::compact::CompactConfig;
 use crate::compact::config as compact_env;
+use crate::goal::{self, GoalOptions};
 use crate::mcp::McpOptions;
 use crate::recovery::RecoveryPolicy;
 use crate::recovery::policy as recovery_env;
@@ -87,6 +91,15 @@ pub struct WorkflowSettings {
     pub concurrency: Option<usize>,
 }
 
+/// `[goal]`: lesson 21's numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoalSettings {
+    pub budget: Option<usize>,
+    pub no_progress_limit: Option<usize>,
+    pub check_timeout_secs: Option<u64>,
+}
+
 /// Every settings key that stands for a variable, and the variable.
 pub const KEYS_OF_VARIABLES: &[(&str, &str)] = &[
     ("model.id", ENV_MODEL_ID),
@@ -119,6 +132,9 @@ pub const KEYS_OF_VARIABLES: &[(&str, &str)] = &[
         recovery_env::ENV_ESCALATED_MAX_TOKENS,
     ),
     ("workflow.concurrency", ENV_CONCURRENCY),
+    ("goal.budget", goal::ENV_BUDGET),
+    ("goal.no_progress_limit", goal::ENV_NO_PROGRESS_LIMIT),
+    ("goal.check_timeout_secs", goal::ENV_CHECK_TIMEOUT_SECS),
 ];
 
 // ANCHOR: under
@@ -145,6 +161,9 @@ impl Settings {
                 self.recovery.escalated_max_tokens.map(|n| n.to_string())
             }
             ENV_CONCURRENCY => number(self.workflow.concurrency),
+            goal::ENV_BUDGET => number(self.goal.budget),
+            goal::ENV_NO_PROGRESS_LIMIT => number(self.goal.no_progress_limit),
+            goal::ENV_CHECK_TIMEOUT_SECS => self.goal.check_timeout_secs.map(|n| n.to_string()),
             _ => None,
         }
     }
@@ -210,6 +229,16 @@ impl Settings {
         base.with_overrides(&self.under(env))
     }
 
+    /// Lesson 21's options: the numbers from the environment, then the
+    /// file, then `base`'s.
+    pub fn goal_options(
+        &self,
+        base: GoalOptions,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<GoalOptions, InvalidSetting> {
+        base.with_overrides(&self.under(env))
+    }
+
     /// Lesson 18's options: the timeouts from the environment, and the
     /// file's servers, which join those of `.mcp.json` (the workspace's
     /// `.mcp.json` wins on a name both have).
@@ -256,6 +285,9 @@ impl Settings {
         CompactConfig::from_lookup(alone).map_err(named)?;
         RecoveryPolicy::from_lookup(alone).map_err(named)?;
         WorkflowOptions::default()
+            .with_overrides(&alone)
+            .map_err(named)?;
+        GoalOptions::default()
             .with_overrides(&alone)
             .map_err(named)?;
         let at_least_one = [

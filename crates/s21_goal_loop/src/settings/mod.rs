@@ -14,6 +14,7 @@
 //!  [recovery]     retry knobs                  → lesson 11's RecoveryPolicy
 //!  [teams]        scan timings, lease          → lesson 16's Autonomy   (layers)
 //!  [workflow]     concurrency                  → lesson 20's runtime    (layers)
+//!  [goal]         budget, no-progress, timeout → lesson 21's goals      (layers)
 //! ```
 //!
 //! Every section is optional, and no file at all means the defaults every
@@ -40,7 +41,9 @@ use serde::Deserialize;
 use shared::model::config::ProviderKind;
 
 pub use command_hooks::{CommandHook, HookEvent};
-pub use layers::{CompactionSettings, RecoverySettings, TeamSettings, WorkflowSettings};
+pub use layers::{
+    CompactionSettings, GoalSettings, RecoverySettings, TeamSettings, WorkflowSettings,
+};
 pub use mcp::ServerConfig;
 pub use rules::{PermissionRules, Rule, Verdict};
 
@@ -67,6 +70,7 @@ pub struct Settings {
     pub recovery: RecoverySettings,
     pub teams: TeamSettings,
     pub workflow: WorkflowSettings,
+    pub goal: GoalSettings,
 }
 
 /// `[model]`.
@@ -123,6 +127,8 @@ struct File {
     teams: TeamSettings,
     #[serde(default)]
     workflow: WorkflowSettings,
+    #[serde(default)]
+    goal: GoalSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -248,6 +254,7 @@ impl Settings {
             recovery: raw.recovery,
             teams: raw.teams,
             workflow: raw.workflow,
+            goal: raw.goal,
         };
         settings.check_numbers().map_err(|(k, r)| invalid(k, r))?;
         Ok(settings)

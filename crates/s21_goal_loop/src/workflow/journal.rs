@@ -9,13 +9,25 @@
 //! torn last line after a `SIGKILL`, or any garbled one) is reported and
 //! skipped, and its call simply runs again.
 //!
-//! Records are found by [`call_key`], a hash of what the call *is* — its
-//! kind, label, prompt and schema — never by when it finished. Agents in a
-//! `parallel` or a `pipeline` finish in a different order every run; a key
-//! such as "the 7th completion" would hand one call's result to another on
-//! resume. A content key has no order in it: the same call gets the same
-//! key in every run, and a call whose prompt changed gets a new one and
-//! runs again.
+//! Records are found by [`call_key`]: a hash of what the call *is* — its
+//! kind, label, prompt and schema — plus which occurrence of that call it
+//! is, counted in the order the workflow *issues* its calls, never the
+//! order they finish in. Agents in a `parallel` or a `pipeline` finish in
+//! a different order every run; a key such as "the 7th completion" would
+//! hand one call's result to another on resume. The content has no order
+//! in it: the same call gets the same key in every run, and a call whose
+//! prompt changed gets a new one and runs again. The occurrence tells
+//! apart calls that are identical in content (the same question asked
+//! twice, to get two answers): each gets its own key and its own answer
+//! back on resume, instead of both sharing whichever was written last.
+//! The issue order is the order the workflow's code calls `agent`, which
+//! is fixed by the code alone as long as identical calls are issued from
+//! the same place in it — one after another, or as the tasks of one
+//! `parallel`. (Identical calls issued each after a *different* agent
+//! answered — by two items of a `pipeline`, say — are issued in the order
+//! those answers came, which can change between runs; each still gets one
+//! of the recorded answers, which are answers to the same question, but
+//! maybe the other's.)
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -35,7 +47,19 @@ use super::TAG;
 /// of `kind|label|prompt|schema`, the schema in canonical JSON (keys
 /// sorted), so that the same call always gets the same key, whichever
 /// order its neighbours finish in and however its schema was written.
-pub fn call_key(kind: &str, label: &str, prompt: &str, schema: Option<&Value>) -> String {
+///
+/// `occurrence` says which of the run's identical calls this is, counting
+/// from 1 in the order the workflow issued them (see
+/// [`Occurrences::next`]): the first is the bare hash, the `n`-th for
+/// `n` ≥ 2 has `-n` appended (`agent-0123456789abcdef-2`). So a run that
+/// never repeats a call has the keys it would have without the count.
+pub fn call_key(
+    kind: &str,
+    label: &str,
+    prompt: &str,
+    schema: Option<&Value>,
+    occurrence: usize,
+) -> String {
     let schema = schema.map_or_else(|| "null".to_string(), canonical_json);
     let basis = format!("{kind}|{label}|{prompt}|{schema}");
     let digest = Sha256::digest(basis.as_bytes());
@@ -44,7 +68,29 @@ pub fn call_key(kind: &str, label: &str, prompt: &str, schema: Option<&Value>) -
         .take(8)
         .map(|byte| format!("{byte:02x}"))
         .collect();
-    format!("{kind}-{hex}")
+    match occurrence {
+        0 | 1 => format!("{kind}-{hex}"),
+        n => format!("{kind}-{hex}-{n}"),
+    }
+}
+
+/// How many times each call has been issued in one attempt of a run.
+#[derive(Debug, Default)]
+pub struct Occurrences {
+    seen: Mutex<HashMap<String, usize>>,
+}
+
+impl Occurrences {
+    /// Counts one more issue of the call whose first occurrence has the
+    /// key `first_key`, and returns which occurrence this one is, from 1.
+    /// Called as the call is issued, before anything about it can wait,
+    /// so the count follows the order of the workflow's code.
+    pub fn next(&self, first_key: &str) -> usize {
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = seen.entry(first_key.to_string()).or_insert(0);
+        *count += 1;
+        *count
+    }
 }
 
 /// `value` as JSON with every object's keys in sorted order. serde_json
@@ -201,18 +247,30 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            call_key("agent", "l", "p", Some(&a)),
-            call_key("agent", "l", "p", Some(&b))
+            call_key("agent", "l", "p", Some(&a), 1),
+            call_key("agent", "l", "p", Some(&b), 1)
         );
         assert_ne!(
-            call_key("agent", "l", "p", Some(&a)),
-            call_key("agent", "l", "p2", Some(&a))
+            call_key("agent", "l", "p", Some(&a), 1),
+            call_key("agent", "l", "p2", Some(&a), 1)
         );
         assert_ne!(
-            call_key("agent", "l", "p", None),
-            call_key("agent", "l2", "p", None)
+            call_key("agent", "l", "p", None, 1),
+            call_key("agent", "l2", "p", None, 1)
         );
-        assert!(call_key("agent", "l", "p", None).starts_with("agent-"));
+        assert!(call_key("agent", "l", "p", None, 1).starts_with("agent-"));
+    }
+
+    #[test]
+    fn identical_calls_are_told_apart_by_their_occurrence() {
+        let first = call_key("agent", "l", "p", None, 1);
+        let second = call_key("agent", "l", "p", None, 2);
+        assert_eq!(second, format!("{first}-2"));
+        assert_ne!(second, call_key("agent", "l", "p", None, 3));
+        let occurrences = Occurrences::default();
+        assert_eq!(occurrences.next(&first), 1);
+        assert_eq!(occurrences.next("other"), 1);
+        assert_eq!(occurrences.next(&first), 2);
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub enum WorkflowInputError {
     Unknown { name: String, known: String },
     #[error("{0}")]
     BadResume(String),
+    /// Another session holds the run's lock (see [`super::lock`]).
+    #[error("run {0} is already running in another session; resume it once that run has ended")]
+    RunningElsewhere(String),
     #[error("{0}")]
     Storage(String),
 }

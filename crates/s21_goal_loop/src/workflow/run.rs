@@ -20,7 +20,7 @@ use shared::progress::Progress;
 use tokio::time::Instant;
 
 use super::agent::AgentRunner;
-use super::journal::Journal;
+use super::journal::{Journal, Occurrences};
 use super::registry::WorkflowRegistry;
 
 /// What a run has done so far.
@@ -45,6 +45,8 @@ pub struct Run {
     /// The workflow's name.
     pub workflow: String,
     pub journal: Journal,
+    /// How often each call has been issued in this attempt, for its key.
+    pub occurrences: Occurrences,
     pub agents: Arc<AgentRunner>,
     /// For nested workflows.
     pub registry: WorkflowRegistry,
@@ -68,6 +70,7 @@ impl Run {
             id,
             workflow,
             journal,
+            occurrences: Occurrences::default(),
             agents,
             registry,
             notices,

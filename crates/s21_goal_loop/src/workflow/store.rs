@@ -1,4 +1,4 @@
-//! Where a run's files live: `.runtime/` in the workspace, three files
+//! Where a run's files live: `.runtime/` in the workspace, four files
 //! per run, all named by its run id.
 //!
 //! * `<runId>.json`, the snapshot: which workflow with which arguments,
@@ -6,6 +6,8 @@
 //!   from here.
 //! * `<runId>.journal.jsonl`, the journal (see [`super::journal`]).
 //! * `<runId>.output.json`, what the workflow returned, once it has.
+//! * `<runId>.lock`, locked by the session running the run (see
+//!   [`super::lock`]); empty, and never deleted.
 //!
 //! The snapshot and the output are replaced whole with
 //! [`shared::fs::write_atomic`], so a reader sees the old file or the new
@@ -98,6 +100,11 @@ impl RunStore {
     /// `.runtime/<runId>.journal.jsonl`.
     pub fn journal_path(&self, run_id: &str) -> PathBuf {
         self.dir().join(format!("{run_id}.journal.jsonl"))
+    }
+
+    /// `.runtime/<runId>.lock`.
+    pub fn lock_path(&self, run_id: &str) -> PathBuf {
+        self.dir().join(format!("{run_id}.lock"))
     }
 
     /// The output file as the notification names it, relative to the

@@ -115,7 +115,7 @@ async fn p_with_a_goal_works_until_the_goal_is_met_then_exits_0() {
     assert!(stdout.starts_with("Goal set: tests passed"), "{stdout}");
     assert!(stderr.contains("[goal] not met (check 1)"), "{stderr}");
     assert!(
-        stderr.contains("\"tests passed\" found in trusted evidence from background task bg_0001"),
+        stderr.contains("\"tests passed\" found in the output of trusted work that succeeded, from background task bg_0001"),
         "{stderr}"
     );
     assert!(stdout.contains("bg_0001 has finished"), "{stdout}");

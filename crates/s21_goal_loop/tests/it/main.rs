@@ -37,6 +37,7 @@ mod offered_tools;
 mod permission;
 mod prompt_cache;
 mod recovery;
+mod repl;
 mod settings;
 mod skills;
 mod skills_cli;

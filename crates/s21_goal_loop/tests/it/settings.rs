@@ -441,6 +441,43 @@ async fn a_pre_tool_use_hook_reads_the_call_as_json_on_its_standard_input() {
 }
 
 #[tokio::test]
+async fn a_rule_with_a_servers_real_name_matches_its_normalised_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    // `my.docs` is offered as `mcp__my_docs__…`; the rule is written as the
+    // user knows the server. `nodocs` is configured nowhere.
+    std::fs::write(
+        dir.path().join(".mcp.json"),
+        r#"{"mcpServers": {"my.docs": {"command": "true"}}}"#,
+    )
+    .unwrap();
+    let settings =
+        parse("[permissions]\ndeny = [\"mcp__my.docs__sea?ch\", \"mcp__nodocs__*\"]\n").unwrap();
+    let (history, recorder) = turn(
+        dir.path(),
+        settings,
+        vec![
+            Reply::tool("mcp__my_docs__search", json!({ "query": "x" })),
+            Reply::text("done"),
+        ],
+    )
+    .await;
+    let (text, is_error) = &results(&history)[0];
+    assert!(is_error);
+    assert!(
+        text.contains("the settings rule deny mcp__my.docs__sea?ch matches this call"),
+        "{text}"
+    );
+    let warnings = recorder.notices_tagged("mcp").join("\n");
+    assert!(
+        warnings.contains(
+            "the permission rule mcp__nodocs__* names an MCP server that is not configured"
+        ),
+        "{warnings}"
+    );
+    assert!(!warnings.contains("my.docs__sea?ch names"), "{warnings}");
+}
+
+#[tokio::test]
 async fn exit_2_blocks_the_call_with_standard_error_as_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let settings = parse(
@@ -786,6 +823,47 @@ async fn status_and_help_are_answered_without_a_model_call() {
     assert!(unknown.starts_with("Unknown command /stauts."), "{unknown}");
     assert!(unknown.contains("/status"), "{unknown}");
     assert!(server.received().is_empty(), "no request reached the model");
+}
+
+#[tokio::test]
+async fn a_line_starting_with_a_path_reaches_the_model_and_help_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let done = json!({"type": "text", "text": "the log says the disk is full"});
+    let mut replies = vec![FakeResponse::sse_body(anthropic_stream(
+        &[done],
+        "end_turn",
+    ))];
+    // Harmless answers to side queries after the turn (lesson 9).
+    replies.extend((0..4).map(|_| {
+        FakeResponse::sse_body(anthropic_stream(
+            &[json!({"type": "text", "text": "[]"})],
+            "end_turn",
+        ))
+    }));
+    let server = FakeServer::start(replies).await.unwrap();
+    let run = |prompt: &'static str| {
+        let (dir, vars) = (dir.path().to_path_buf(), no_model(&server));
+        async move {
+            let output = support::run_binary(&dir, &["-p", prompt], &vars, "").await;
+            assert!(
+                output.status.success(),
+                "{prompt}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        }
+    };
+    let help = run("/help").await;
+    assert!(help.contains("/status"), "{help}");
+    assert!(server.received().is_empty(), "/help is the harness's");
+
+    let answer = run("/tmp/x.log why?").await;
+    assert!(answer.contains("the disk is full"), "{answer}");
+    let first = server.received()[0].json();
+    assert_eq!(
+        first["messages"][0]["content"][0]["text"], "/tmp/x.log why?",
+        "the line reached the model as typed"
+    );
 }
 
 /// A fake model that asks for one `bash` call, then ends its turn.

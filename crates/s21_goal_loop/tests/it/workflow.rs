@@ -3,7 +3,10 @@
 //! prompt and, for a repair, the error it was told), so two runs of the
 //! same workflow are comparable; the fake counts its calls, can hold a
 //! call until the test lets it go, and records how many agents were in a
-//! call at once. The resume test kills a real process with SIGKILL.
+//! call at once. The resume test kills a real process with SIGKILL, at a
+//! point the process itself announces, so nothing in it depends on timing.
+//! Every other test runs under tokio's paused time: its waits end when the
+//! event comes, and the clock moves only when nothing else can run.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -38,9 +41,13 @@ const TOKENS_PER_CALL: u64 = 15;
 
 /// The resumed run's environment: the run id to resume.
 const RESUME_ENV: &str = "WORKFLOW_RUNNER_RESUME";
-/// The killed run's environment: calls after this many hang forever, so
-/// the process is surely still running when the test kills it.
-const STALL_ENV: &str = "WORKFLOW_RUNNER_STALL_AFTER";
+/// The killed run's environment: model calls after this many wait at a gate
+/// that never opens, so the journal stops at exactly this many lines and
+/// the run cannot end before the test kills it.
+const GATE_ENV: &str = "WORKFLOW_RUNNER_GATE_AFTER";
+/// What the gated runner prints once its journal holds every call before
+/// the gate: the moment to kill it.
+const AT_GATE: &str = "workflow-runner: at the gate";
 
 // ---------------------------------------------------------------------------
 // The fake model.
@@ -48,6 +55,8 @@ const STALL_ENV: &str = "WORKFLOW_RUNNER_STALL_AFTER";
 /// One agent call as the fake sees it.
 #[derive(Debug, Clone)]
 struct Ask {
+    /// Which model call this is, from 1, in the order they reached the fake.
+    number: usize,
     label: String,
     prompt: String,
     /// The repair request's text, on the second attempt.
@@ -67,7 +76,7 @@ struct Fake {
     started: Mutex<Vec<String>>,
     finished: Mutex<Vec<String>>,
     asks: Mutex<Vec<Ask>>,
-    stall_after: Option<usize>,
+    gate_after: Option<usize>,
     delay: Duration,
 }
 
@@ -83,7 +92,7 @@ impl Fake {
             started: Mutex::new(Vec::new()),
             finished: Mutex::new(Vec::new()),
             asks: Mutex::new(Vec::new()),
-            stall_after: None,
+            gate_after: None,
             delay: Duration::from_millis(10),
         }
     }
@@ -93,7 +102,8 @@ impl Fake {
         Self::new(main, |ask| format!("answer of {}", ask.label))
     }
 
-    /// Holds the call labelled `label` until [`Fake::release`].
+    /// Holds the call labelled `label` (or, for `#n`, the `n`-th call to
+    /// reach the fake) until [`Fake::release`].
     fn hold(&self, label: &str) {
         self.holds
             .lock()
@@ -119,14 +129,20 @@ impl Fake {
 
     async fn agent_call(&self, label: String, request: &Request<'_>) -> Response {
         let number = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        if self.stall_after.is_some_and(|stall| number > stall) {
+        if self.gate_after.is_some_and(|gate| number > gate) {
             std::future::pending::<()>().await;
         }
         self.started.lock().unwrap().push(label.clone());
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        let hold = self.holds.lock().unwrap().get(&label).cloned();
-        if let Some(hold) = hold {
+        let holds: Vec<Arc<Semaphore>> = {
+            let holds = self.holds.lock().unwrap();
+            [label.clone(), format!("#{number}")]
+                .iter()
+                .filter_map(|name| holds.get(name).cloned())
+                .collect()
+        };
+        for hold in holds {
             hold.acquire().await.unwrap().forget();
         }
         tokio::time::sleep(self.delay).await;
@@ -137,6 +153,7 @@ impl Fake {
             .map(|message| message.text())
             .collect();
         let ask = Ask {
+            number,
             label: label.clone(),
             prompt: user[0].clone(),
             repair: (user.len() > 1).then(|| user[user.len() - 1].clone()),
@@ -274,6 +291,13 @@ async fn judged(ctx: WorkflowCtx, _args: Value) -> Result<Value, WorkflowError> 
         .await
 }
 
+/// The same question asked twice at once, for two answers.
+async fn twins(ctx: WorkflowCtx, _args: Value) -> Result<Value, WorkflowError> {
+    let ask = || ctx.agent(AgentCall::new("twin", "Pick a number."));
+    let (first, second) = (ask(), ask());
+    Ok(json!(ctx.parallel(vec![first, second]).await?))
+}
+
 async fn inner(ctx: WorkflowCtx, _args: Value) -> Result<Value, WorkflowError> {
     ctx.agent(AgentCall::new("inner:1", "inside")).await
 }
@@ -337,6 +361,7 @@ fn registry() -> WorkflowRegistry {
     registry.register(meta("pipe"), pipe);
     registry.register(meta("barrier"), barrier);
     registry.register(meta("judged"), judged);
+    registry.register(meta("twins"), twins);
     registry.register(meta("inner"), inner);
     registry.register(meta("outer"), outer);
     registry.register(meta("deep"), deep);
@@ -376,8 +401,9 @@ fn start(agent: &Agent<LessonHooks>, name: &str, args: Value, resume: Option<&st
         .run_id
 }
 
-/// The next run to finish (a minute at most, so a bug fails the test
-/// instead of hanging it).
+/// The next run to finish. Under paused time the minute is the clock's,
+/// which moves only when every task waits: a run that can no longer end
+/// fails the test at once instead of hanging it.
 async fn next(agent: &Agent<LessonHooks>) -> RunFinished {
     let mut finished = tokio::time::timeout(
         Duration::from_secs(60),
@@ -404,7 +430,10 @@ fn snapshot(dir: &Path, run_id: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// Waits, without asserting on time, until `ready` holds.
+/// Waits until `ready` holds. Under paused time only: the clock moves
+/// only when every task waits, so this returns as soon as the event has
+/// happened, and fails at once when nothing is left that could make it
+/// happen.
 async fn until(mut ready: impl FnMut() -> bool) {
     for _ in 0..60_000 {
         if ready() {
@@ -421,8 +450,11 @@ async fn until(mut ready: impl FnMut() -> bool) {
 /// Not a test of its own: when [`support::WORKFLOW_RUNNER_ENV`] names a
 /// directory, this test binary runs the 100-agent workflow there (or
 /// resumes the run [`RESUME_ENV`] names), as a process a test can kill,
-/// and writes how many model calls it made and its notification.
-#[tokio::test]
+/// and writes how many model calls it made and its notification — or, if
+/// the run was refused, why. With [`GATE_ENV`] set it never ends: once
+/// its journal holds every call before the gate, it prints [`AT_GATE`]
+/// and waits to be killed.
+#[tokio::test(start_paused = true)]
 async fn runner_entry() {
     let Some(dir) = std::env::var_os(support::WORKFLOW_RUNNER_ENV) else {
         return;
@@ -431,12 +463,35 @@ async fn runner_entry() {
     let mut fake = Fake::new(Vec::new(), |ask| {
         format!("{} saw {}", ask.label, ask.prompt)
     });
-    fake.stall_after = std::env::var(STALL_ENV).ok().map(|n| n.parse().unwrap());
+    let gate: Option<usize> = std::env::var(GATE_ENV).ok().map(|n| n.parse().unwrap());
+    fake.gate_after = gate;
     fake.delay = Duration::from_millis(2);
     let fake = Arc::new(fake);
     let agent = build(&dir, &fake, 4);
     let resume = std::env::var(RESUME_ENV).ok();
-    start(&agent, "fan-out", json!({}), resume.as_deref());
+    let started = agent.hooks.workflows().start(StartRequest {
+        name: "fan-out".to_string(),
+        args: Some(json!({})),
+        resume_from_run_id: resume,
+    });
+    if let Err(error) = started {
+        std::fs::write(dir.join("runner-refused.txt"), error.to_string()).unwrap();
+        return;
+    }
+    if let Some(gate) = gate {
+        // The progress reports count the calls done, each journaled
+        // before it counts; the calls after the gate never finish.
+        loop {
+            let done = agent.notices.take_progress().iter().map(|p| p.done).max();
+            if done.is_some_and(|done| done >= gate) {
+                break;
+            }
+            agent.notices.take();
+            agent.notices.ready().await;
+        }
+        println!("{AT_GATE}");
+        std::future::pending::<()>().await;
+    }
     let finished = next(&agent).await;
     std::fs::write(dir.join("runner-calls.txt"), fake.calls().to_string()).unwrap();
     std::fs::write(dir.join("runner-notification.txt"), finished.notification()).unwrap();
@@ -501,35 +556,45 @@ async fn a_run_killed_at_a_random_point_resumes_to_the_same_output_rerunning_onl
     )
     .unwrap();
 
-    // The same workflow, killed with SIGKILL once `point` calls are
-    // journaled. Calls after `point` + 4 (the cap) hang, so it is surely
-    // still running when the signal comes.
+    // The same workflow, its model calls after the `point`-th held at a
+    // gate that never opens, killed with SIGKILL once it says its journal
+    // holds the `point` calls before the gate: the kill lands at exactly
+    // that point, whatever the timing.
     let point = random_point();
     println!("killing after {point} journal lines");
     let dir = tempfile::tempdir().unwrap();
     let mut child = support::workflow_runner(dir.path())
-        .env(STALL_ENV, (point + 4).to_string())
+        .env(GATE_ENV, point.to_string())
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let runtime = dir.path().join(".runtime");
-    until(|| {
-        std::fs::read_dir(&runtime)
-            .ok()
-            .and_then(|mut entries| {
-                entries.find_map(|entry| {
-                    let entry = entry.ok()?;
-                    let name = entry.file_name().to_string_lossy().into_owned();
-                    name.strip_suffix(".journal.jsonl").map(str::to_string)
-                })
-            })
-            .is_some_and(|run_id| journal_lines(dir.path(), &run_id).len() >= point)
-    })
-    .await;
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let at_gate = std::io::BufRead::lines(stdout)
+        .map_while(Result::ok)
+        .any(|line| line == AT_GATE);
+    assert!(at_gate, "the runner ended before its gate");
+    let run_id = only_run_id(dir.path());
+
+    // While it runs there, another process may not resume it: the run's
+    // lock file is held by the first.
+    let refused = support::workflow_runner(dir.path())
+        .env(RESUME_ENV, &run_id)
+        .status()
+        .unwrap();
+    assert!(refused.success());
+    let why = std::fs::read_to_string(dir.path().join("runner-refused.txt")).unwrap();
+    assert!(
+        why.contains(&format!(
+            "run {run_id} is already running in another session"
+        )),
+        "{why}"
+    );
+    assert_eq!(journal_lines(dir.path(), &run_id).len(), point);
+
     child.kill().unwrap(); // SIGKILL on Unix
     child.wait().unwrap();
-    let run_id = only_run_id(dir.path());
     let journaled = journal_lines(dir.path(), &run_id).len();
-    assert!((point..100).contains(&journaled), "{journaled}");
+    assert_eq!(journaled, point);
     assert_eq!(snapshot(dir.path(), &run_id)["status"], "running");
     assert!(
         !dir.path()
@@ -537,8 +602,9 @@ async fn a_run_killed_at_a_random_point_resumes_to_the_same_output_rerunning_onl
             .exists()
     );
 
-    // Resumed: only what the journal does not hold is asked again, and the
-    // output is the uninterrupted run's, byte for byte.
+    // Resumed — the dead process's lock went with it: only what the
+    // journal does not hold is asked again, and the output is the
+    // uninterrupted run's, byte for byte.
     let (calls, notification) = run_runner(dir.path(), Some(&run_id));
     assert_eq!(calls, 100 - journaled, "{notification}");
     assert!(
@@ -576,7 +642,7 @@ async fn a_run_killed_at_a_random_point_resumes_to_the_same_output_rerunning_onl
 // ---------------------------------------------------------------------------
 // Acceptance: structured output, one repair, then a failure.
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_invalid_answer_is_repaired_once() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::new(Vec::new(), |ask| match &ask.repair {
@@ -607,7 +673,7 @@ async fn an_invalid_answer_is_repaired_once() {
     assert_eq!(output, json!({"isReal": true, "reason": "seen it"}));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_answer_still_invalid_after_the_repair_fails_the_run_naming_label_and_error() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::new(Vec::new(), |ask| match &ask.repair {
@@ -637,7 +703,7 @@ async fn an_answer_still_invalid_after_the_repair_fails_the_run_naming_label_and
 // ---------------------------------------------------------------------------
 // The tool.
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn bad_calls_are_error_results_that_say_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let calls = [
@@ -681,7 +747,7 @@ async fn bad_calls_are_error_results_that_say_what_is_wrong() {
     assert!(!agent.hooks.workflows().has_pending());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_tool_returns_at_once_while_the_run_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::echo(vec![
@@ -741,7 +807,7 @@ fn register_wait_tool(agent: &mut Agent<LessonHooks>) {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_notification_comes_after_the_rounds_tool_results() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::echo(vec![
@@ -785,7 +851,7 @@ async fn the_notification_comes_after_the_rounds_tool_results() {
     assert!(!agent.hooks.has_pending_work());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn between_turns_the_notification_is_idle_work_and_progress_reaches_the_observer() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::echo(vec![
@@ -920,7 +986,7 @@ async fn journal_keys_do_not_depend_on_the_order_calls_finish_in() {
     assert_ne!(runs[0].1["fan:0"], runs[0].1["fan:1"]);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_torn_last_journal_line_is_skipped_with_a_notice_and_its_call_runs_again() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::echo(Vec::new()));
@@ -952,7 +1018,7 @@ async fn a_torn_last_journal_line_is_skipped_with_a_notice_and_its_call_runs_aga
     assert_eq!(journal_lines(dir.path(), &run_id).len(), 3);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_workflow_nests_one_level_and_no_more() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::echo(Vec::new()));
@@ -984,7 +1050,7 @@ async fn a_workflow_nests_one_level_and_no_more() {
     assert_eq!(fake.calls(), 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_resume_of_a_running_run_or_of_another_workflow_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::echo(Vec::new()));
@@ -1010,7 +1076,148 @@ async fn a_resume_of_a_running_run_or_of_another_workflow_is_refused() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
+async fn a_run_going_in_another_session_is_not_resumed_there_until_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Arc::new(Fake::echo(Vec::new()));
+    fake.hold("fan:0");
+    let first = build(dir.path(), &fake, 4);
+    let run_id = start(&first, "fan", json!({"n": 1}), None);
+    until(|| fake.started() == ["fan:0"]).await;
+    // A second session on the same workspace, as a second process would
+    // be: a runtime of its own, which knows nothing of the first's runs.
+    let other = Arc::new(Fake::echo(Vec::new()));
+    let second = build(dir.path(), &other, 4);
+    let refused = second
+        .hooks
+        .workflows()
+        .start(StartRequest {
+            name: "fan".to_string(),
+            args: None,
+            resume_from_run_id: Some(run_id.clone()),
+        })
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains(&format!(
+            "run {run_id} is already running in another session"
+        )),
+        "{refused}"
+    );
+    assert!(!second.hooks.workflows().has_pending());
+    // The refusal disturbed nothing: the first session's run goes on.
+    fake.release("fan:0");
+    let finished = next(&first).await;
+    assert_eq!(finished.status, RunStatus::Completed);
+    // Ended, it lets go of its lock: the other session resumes it now.
+    start(&second, "fan", json!({"n": 1}), Some(&run_id));
+    let resumed = next(&second).await;
+    assert_eq!(resumed.status, RunStatus::Completed);
+    assert_eq!((resumed.agents_run, resumed.agents_cached), (0, 1));
+    assert_eq!(other.calls(), 0);
+    assert_eq!(fake.calls(), 1);
+}
+
+/// The journal's `(key, value)` lines of a run, in the order written.
+fn journal_entries(dir: &Path, run_id: &str) -> Vec<(String, Value)> {
+    journal_lines(dir, run_id)
+        .into_iter()
+        .map(|line| {
+            (
+                line["key"].as_str().unwrap().to_string(),
+                line["value"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn identical_calls_each_get_their_own_answer_back_after_a_kill_and_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two identical calls, two different answers. The first issued is
+    // held: the second issued finishes first, and the run is stopped then.
+    let fake = Arc::new(Fake::new(Vec::new(), |ask| {
+        format!("{} said {}", ask.label, ask.number)
+    }));
+    fake.hold("#1");
+    let mut agent = build(dir.path(), &fake, 4);
+    let run_id = start(&agent, "twins", json!({}), None);
+    until(|| fake.started().len() == 2 && fake.finished().len() == 1).await;
+    until(|| journal_lines(dir.path(), &run_id).len() == 1).await;
+    agent.finish(&mut Recorder::default()).await;
+    drop(agent);
+    let journaled = journal_entries(dir.path(), &run_id);
+    assert_eq!(journaled.len(), 1);
+    let (second_key, second_answer) = journaled[0].clone();
+    assert_eq!(second_answer, json!("twin said 2"));
+    assert!(
+        second_key.ends_with("-2"),
+        "the second issued is the second occurrence, though it finished first: {second_key}"
+    );
+
+    // Resumed: the second call's answer comes from the journal, the
+    // first call runs again — it does not take the second's answer.
+    let fake = Arc::new(Fake::new(Vec::new(), |ask| {
+        format!("{} said {} again", ask.label, ask.number)
+    }));
+    let agent = build(dir.path(), &fake, 4);
+    start(&agent, "twins", json!({}), Some(&run_id));
+    let finished = next(&agent).await;
+    assert_eq!(finished.status, RunStatus::Completed);
+    assert_eq!((finished.agents_run, finished.agents_cached), (1, 1));
+    let output = |dir: &Path| -> Value {
+        let path = dir.join(format!(".runtime/{run_id}.output.json"));
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    assert_eq!(
+        output(dir.path()),
+        json!(["twin said 1 again", "twin said 2"])
+    );
+
+    // Resumed once more, complete: both from the journal, each its own.
+    let fake = Arc::new(Fake::echo(Vec::new()));
+    let agent = build(dir.path(), &fake, 4);
+    start(&agent, "twins", json!({}), Some(&run_id));
+    let finished = next(&agent).await;
+    assert_eq!((finished.agents_run, finished.agents_cached), (0, 2));
+    assert_eq!(fake.calls(), 0);
+    assert_eq!(
+        output(dir.path()),
+        json!(["twin said 1 again", "twin said 2"])
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn identical_calls_are_keyed_in_the_order_they_are_issued_not_the_order_they_finish() {
+    let mut runs = Vec::new();
+    for held in ["#1", "#2"] {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = Arc::new(Fake::new(Vec::new(), |ask| {
+            format!("{} said {}", ask.label, ask.number)
+        }));
+        fake.hold(held);
+        let agent = build(dir.path(), &fake, 4);
+        let run_id = start(&agent, "twins", json!({}), None);
+        until(|| fake.started().len() == 2 && fake.finished().len() == 1).await;
+        fake.release(held);
+        let finished = next(&agent).await;
+        assert_eq!(finished.status, RunStatus::Completed);
+        runs.push(journal_entries(dir.path(), &run_id));
+    }
+    // Written in opposite orders...
+    assert_eq!(runs[0][0].1, json!("twin said 2"));
+    assert_eq!(runs[1][0].1, json!("twin said 1"));
+    // ...under the same keys: the first issued has the first key.
+    let sorted = |entries: &[(String, Value)]| {
+        let mut entries = entries.to_vec();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries
+    };
+    assert_eq!(sorted(&runs[0]), sorted(&runs[1]));
+    let keys: Vec<&String> = runs[1].iter().map(|(key, _)| key).collect();
+    assert_eq!(*keys[1], format!("{}-2", keys[0]));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_run_going_at_exit_is_stopped_with_how_to_resume_and_resumes_later() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::echo(Vec::new()));
