@@ -21,11 +21,18 @@
 //!
 //! Header values are secrets (a bearer token, an API key): they are marked
 //! sensitive, so `Debug` — which rmcp's transport config derives — prints
-//! `Sensitive` instead, and nothing here logs them.
+//! `Sensitive` instead, and nothing here logs them. An error never quotes
+//! the URL either (reqwest's would), as a URL may carry a key too.
+//!
+//! When the server answers `404` to a request of our session (it was
+//! restarted, or let the session expire), rmcp initializes a new session
+//! once and sends the request again; [`HttpClient`] says so in a notice,
+//! since whatever the server kept for the old session is gone.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -33,11 +40,15 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
     StreamableHttpPostResponse,
 };
+use shared::notice::Notices;
 use sse_stream::{Sse, SseStream};
+
+use super::MCP_TAG;
 
 /// The header that carries the session id.
 const SESSION_ID: &str = "mcp-session-id";
@@ -47,16 +58,23 @@ const EVENT_STREAM: &str = "text/event-stream";
 const JSON: &str = "application/json";
 /// How much of an error response's body an error message quotes.
 const ERROR_BODY_CHARS: usize = 300;
+/// The longest wait between two attempts to reopen the server's stream
+/// (rmcp doubles the wait from one second, without a bound by default): a
+/// server that comes back is heard from again within this.
+const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(30);
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
 // ANCHOR: transport
-/// The transport to the server at `url`, sending `headers` (already
-/// expanded) with every request. A header that is not valid HTTP is an
-/// error naming the header, never its value.
+/// The transport to server `server` at `url`, sending `headers` (already
+/// expanded) with every request, and telling `notices` when the session
+/// had to be started again. A header that is not valid HTTP is an error
+/// naming the header, never its value.
 pub fn transport(
+    server: &str,
     url: &str,
     headers: &BTreeMap<String, String>,
+    notices: Notices,
 ) -> Result<StreamableHttpClientTransport<HttpClient>, String> {
     let mut custom = HashMap::new();
     for (name, value) in headers {
@@ -72,19 +90,29 @@ pub fn transport(
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|error| format!("cannot build an HTTP client: {error}"))?;
-    let config = StreamableHttpClientTransportConfig::with_uri(url)
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url)
         .custom_headers(custom)
         .reinit_on_expired_session(true);
-    Ok(StreamableHttpClientTransport::with_client(
-        HttpClient(client),
-        config,
-    ))
+    let mut backoff = ExponentialBackoff::default();
+    backoff.max_delay = Some(MAX_RECONNECT_DELAY);
+    config.retry_config = Arc::new(backoff);
+    let client = HttpClient {
+        client,
+        server: Arc::from(server),
+        notices,
+    };
+    Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 // ANCHOR_END: transport
 
-/// rmcp's HTTP plumbing over the workspace's reqwest.
+/// rmcp's HTTP plumbing over the workspace's reqwest, for one server.
 #[derive(Clone)]
-pub struct HttpClient(reqwest::Client);
+pub struct HttpClient {
+    client: reqwest::Client,
+    /// The server's name in `.mcp.json`, for the notice.
+    server: Arc<str>,
+    notices: Notices,
+}
 
 impl StreamableHttpClient for HttpClient {
     type Error = reqwest::Error;
@@ -99,7 +127,7 @@ impl StreamableHttpClient for HttpClient {
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         let had_session = session_id.is_some();
         let request = self
-            .0
+            .client
             .post(uri.as_ref())
             .header(ACCEPT, format!("{JSON}, {EVENT_STREAM}"))
             .json(&message);
@@ -109,7 +137,14 @@ impl StreamableHttpClient for HttpClient {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
         if status == StatusCode::NOT_FOUND && had_session {
-            // rmcp answers this by initializing a new session.
+            // rmcp answers this by initializing a new session, once.
+            self.notices.emit(
+                MCP_TAG,
+                format!(
+                    "{}: the server no longer knows our session (HTTP 404); starting a new one",
+                    self.server
+                ),
+            );
             return Err(StreamableHttpError::SessionExpired);
         }
         let session = response
@@ -132,7 +167,7 @@ impl StreamableHttpClient for HttpClient {
         match media_type(&response).as_deref() {
             Some(EVENT_STREAM) => Ok(StreamableHttpPostResponse::Sse(events(response), session)),
             Some(JSON) => {
-                let body = response.bytes().await.map_err(StreamableHttpError::Client)?;
+                let body = response.bytes().await.map_err(client_error)?;
                 match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
                     Ok(message) => Ok(StreamableHttpPostResponse::Json(message, session)),
                     Err(_) if awaits_nothing => Ok(StreamableHttpPostResponse::Accepted),
@@ -153,7 +188,7 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError> {
-        let request = self.0.delete(uri.as_ref());
+        let request = self.client.delete(uri.as_ref());
         let response = send(
             request,
             Some(session_id),
@@ -179,10 +214,7 @@ impl StreamableHttpClient for HttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        let request = self
-            .0
-            .get(uri.as_ref())
-            .header(ACCEPT, EVENT_STREAM);
+        let request = self.client.get(uri.as_ref()).header(ACCEPT, EVENT_STREAM);
         let response = send(
             request,
             session_id,
@@ -230,7 +262,12 @@ async fn send(
     for (name, value) in custom_headers {
         request = request.header(name, value);
     }
-    request.send().await.map_err(StreamableHttpError::Client)
+    request.send().await.map_err(client_error)
+}
+
+/// reqwest's error, without the URL it would quote.
+fn client_error(error: reqwest::Error) -> HttpError {
+    StreamableHttpError::Client(error.without_url())
 }
 
 /// The response's media type, without parameters (`; charset=…`).

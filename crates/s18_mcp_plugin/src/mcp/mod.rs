@@ -279,6 +279,8 @@ struct Connection {
     id: u64,
     service: RunningService<RoleClient, Client>,
     pid: Option<u32>,
+    /// How it is spoken to.
+    transport: Transport,
     /// `name version`, from the handshake.
     server_info: String,
     tools: Vec<McpTool>,
@@ -476,7 +478,7 @@ impl McpHub {
                 .map_err(|error| format!("its header `{header}`: {error}"))?;
             headers.insert(header.clone(), value);
         }
-        let transport = http::transport(&url, &headers)?;
+        let transport = http::transport(name, &url, &headers, self.inner.notices.clone())?;
         self.handshake(name, transport, Transport::Http, written)
             .await
     }
@@ -546,6 +548,7 @@ impl McpHub {
             id,
             service,
             pid: None,
+            transport: kind,
             server_info,
             tools: Vec::new(),
             refused: Vec::new(),
@@ -583,7 +586,7 @@ impl McpHub {
                 ));
             }
         };
-        let Some((peer, id)) = self.peer(server) else {
+        let Some((peer, id, transport)) = self.peer(server) else {
             return ToolOutput::error(self.inner.lock().not_connected(server));
         };
         let mut params = CallToolRequestParams::new(tool.to_string());
@@ -603,6 +606,18 @@ impl McpHub {
                 "MCP server `{server}` refused the call: {} (JSON-RPC error {})",
                 error.message, error.code.0
             )),
+            // Over HTTP a request that cannot be sent leaves the session:
+            // the server may be back for the next call (and if it lost
+            // the session, rmcp starts a new one).
+            Ok(Err(ServiceError::TransportSend(error)))
+                if transport == Transport::Http && !peer.is_transport_closed() =>
+            {
+                ToolOutput::error(format!(
+                    "MCP server `{server}` could not be reached: {}. The connection is kept, and \
+                     the next call tries again.",
+                    error_chain(&*error.error)
+                ))
+            }
             Ok(Err(error)) if peer.is_transport_closed() || is_closed(&error) => {
                 let reason = format!("the server exited during a call to `{tool}` ({error})");
                 self.lost(server, id, &reason).await;
@@ -622,10 +637,14 @@ impl McpHub {
     // ANCHOR_END: call
 
     /// The peer of a connected server, and which connection it is.
-    fn peer(&self, server: &str) -> Option<(Peer<RoleClient>, u64)> {
+    fn peer(&self, server: &str) -> Option<(Peer<RoleClient>, u64, Transport)> {
         let state = self.inner.lock();
         let connection = state.connected.get(server)?;
-        Some((connection.service.peer().clone(), connection.id))
+        Some((
+            connection.service.peer().clone(),
+            connection.id,
+            connection.transport,
+        ))
     }
 
     /// Marks connection `id` of `server` lost, and stops what is left of it.
@@ -909,6 +928,21 @@ fn is_closed(error: &ServiceError) -> bool {
         error,
         ServiceError::TransportClosed | ServiceError::TransportSend(_)
     )
+}
+
+/// `error` and the errors it wraps, each once: `a: b: c`.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let text = error.to_string();
+        // Many errors repeat their source's text in their own.
+        if !parts.last().is_some_and(|last| last.contains(&text)) {
+            parts.push(text);
+        }
+        next = error.source();
+    }
+    parts.join(": ")
 }
 
 /// `1.5 s`.

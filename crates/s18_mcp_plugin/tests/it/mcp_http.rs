@@ -1,17 +1,25 @@
-//! Lesson 18: MCP over Streamable HTTP. The server is the course's example
-//! server, a real process listening on 127.0.0.1 (this test binary started
-//! again as that server, see [`example_http_entry`]), on a port the system
-//! chose; the tests wait for the line it writes when it listens.
+//! Lesson 18: MCP over Streamable HTTP. The servers are real processes
+//! listening on 127.0.0.1: the course's example server (this test binary
+//! started again as that server, see [`example_http_entry`]) on a port the
+//! system chose, and — when `npm ci` installed it — the reference
+//! `server-everything` in its `streamableHttp` mode. The tests wait for the
+//! line each writes when it listens, never for a while.
 
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use serde_json::json;
+use serde_json::{Value, json};
+use shared::history::validate;
+use shared::model::scripted::{Reply, ScriptedModel};
 use shared::notice::Notices;
+use shared::protocol::{ContentBlock, Message};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use lesson::mcp::{McpHub, McpOptions, ServerConfig, VarLookup};
+use lesson::permission::ScriptedApprover;
+
+use crate::support;
 
 /// Makes this test binary the example server over HTTP, at the address
 /// it names (`127.0.0.1:0` for any free port).
@@ -41,8 +49,8 @@ struct HttpServer {
 }
 
 impl HttpServer {
-    /// Starts it at `addr`, with `token` required if given, and waits for
-    /// the line that says it listens.
+    /// Starts the example server at `addr`, with `token` required if
+    /// given, and waits for the line that says it listens.
     async fn start(addr: &str, token: Option<&str>) -> Self {
         let exe = std::env::current_exe().unwrap();
         let mut command = tokio::process::Command::new(exe);
@@ -55,29 +63,12 @@ impl HttpServer {
                 "--quiet",
             ])
             .env(SERVE_HTTP_ENV, addr)
-            .env_remove(TOKEN_ENV)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            .env_remove(TOKEN_ENV);
         if let Some(token) = token {
             command.env(TOKEN_ENV, token);
         }
-        let mut child = command.spawn().unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = loop {
-            let line = lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("the server says where it listens before anything else");
-            if let Some(url) = line.strip_prefix("listening on ") {
-                break url.to_string();
-            }
-        };
-        // Keep reading, so the server never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self { child, url }
+        let (child, line) = spawn_until(command, "listening on ").await;
+        Self { child, url: line }
     }
 
     /// The `host:port` it listens on.
@@ -92,6 +83,35 @@ impl HttpServer {
     async fn kill(&mut self) {
         self.child.kill().await.unwrap();
     }
+}
+
+/// Starts `command` and waits for the first line of its standard error
+/// that starts with `prefix`: the rest of that line. Its standard error is
+/// read on after that, so it never blocks on a full pipe; it is killed
+/// when dropped.
+async fn spawn_until(
+    mut command: tokio::process::Command,
+    prefix: &str,
+) -> (tokio::process::Child, String) {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let rest = loop {
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("the server exited before saying `{prefix}…`"));
+        if let Some(rest) = line.strip_prefix(prefix) {
+            break rest.to_string();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, rest)
 }
 
 /// Writes `.mcp.json` in `dir` with `entry` as server `docs`.
@@ -163,37 +183,127 @@ fn variables_are_filled_in_and_a_missing_one_is_named() {
     assert!(error.contains("MISSING_TOKEN"), "{error}");
 }
 
+/// The tool results of `history`, in order: whether each is an error,
+/// and its text.
+fn results(history: &[Message]) -> Vec<(bool, String)> {
+    history
+        .iter()
+        .flat_map(|message| &message.content)
+        .filter_map(|block| match block {
+            ContentBlock::ToolResult(result) => Some((result.is_error, result.content.text())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The names of the tools a request offered.
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
 #[tokio::test]
-async fn the_agent_connects_by_url_and_calls_a_tool() {
+async fn the_agent_connects_by_url_calls_a_tool_and_follows_a_changed_tool_list() {
     let server = HttpServer::start("127.0.0.1:0", None).await;
     let dir = tempfile::tempdir().unwrap();
     write_config(dir.path(), json!({"type": "http", "url": server.url}));
-    let (hub, _) = hub(dir.path(), &[]);
-    let connected = hub.connect("docs").await;
-    assert!(!connected.is_error, "{}", connected.text);
-    assert!(connected.text.contains("course-docs"), "{}", connected.text);
+    let model = Arc::new(ScriptedModel::new(vec![
+        Reply::tool("connect_mcp", json!({"name": "docs"})),
+        Reply::tool("mcp__docs__search_docs", json!({"query": "deploy"})),
+        Reply::tool("mcp__docs__enable_drafts", json!({})),
+        Reply::tool("mcp__docs__search_drafts", json!({"query": "lesson"})),
+        Reply::tool("list_mcp", json!({})),
+        Reply::text("done"),
+    ]));
+    let mut agent = support::agent_with(dir.path(), model.clone(), support::options());
+    let hub = agent.hooks.mcp().clone();
+    let mut history = Vec::new();
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
+    outcome.unwrap();
+    validate(&history).unwrap();
+    let results = results(&history);
+    assert!(!results[0].0, "{}", results[0].1);
+    assert!(
+        results[0].1.contains("Connected to MCP server `docs` (course-docs"),
+        "{}",
+        results[0].1
+    );
     assert!(hub.pid("docs").is_none(), "nothing was spawned");
-    let found = hub
-        .call("docs", "search_docs", json!({"query": "deploy"}))
-        .await;
-    assert!(!found.is_error, "{}", found.text);
-    assert!(found.text.contains("tag the release"), "{}", found.text);
-    // /status and list_mcp show the transport and the state.
-    let status = hub.status();
+    assert!(!results[1].0, "{}", results[1].1);
+    assert!(results[1].1.contains("tag the release"), "{}", results[1].1);
+    // The server's `tools/list_changed` comes over HTTP too (on the call's
+    // SSE stream): the model's next request offers the new tool, and it
+    // works.
+    let requests = model.requests();
+    assert!(!tool_names(&requests[2]).contains(&"mcp__docs__search_drafts".to_string()));
+    assert!(tool_names(&requests[3]).contains(&"mcp__docs__search_drafts".to_string()));
+    assert!(!results[3].0, "{}", results[3].1);
+    assert!(results[3].1.contains("Draft release notes"), "{}", results[3].1);
     assert!(
-        status.contains(&format!("docs [http {}]: connected", server.url)),
-        "{status}"
-    );
-    // The tool list changes over HTTP too: the server's notification comes
-    // on the call's SSE stream, and the next turn sees the new tool.
-    let enabled = hub.call("docs", "enable_drafts", json!({})).await;
-    assert!(!enabled.is_error, "{}", enabled.text);
-    hub.settle().await;
-    assert!(
-        hub.tools().iter().any(|tool| tool.name == "mcp__docs__search_drafts"),
+        recorder
+            .notices_tagged("mcp")
+            .iter()
+            .any(|line| line.starts_with("docs: tool list changed")),
         "{:?}",
-        hub.tools()
+        recorder.notices
     );
+    // list_mcp shows the transport, where the server is, and its state.
+    assert!(
+        results[4]
+            .1
+            .contains(&format!("docs [http {}]: connected (course-docs", server.url)),
+        "{}",
+        results[4].1
+    );
+    hub.stop_all().await;
+}
+
+#[tokio::test]
+async fn permission_rules_apply_to_an_http_servers_tools_as_to_a_stdio_servers() {
+    let server = HttpServer::start("127.0.0.1:0", None).await;
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), json!({"type": "http", "url": server.url}));
+    let approver = ScriptedApprover::new([true, false]);
+    let model = Arc::new(ScriptedModel::new(vec![
+        Reply::tool("connect_mcp", json!({"name": "docs"})),
+        Reply::tool("mcp__docs__search_docs", json!({"query": "deploy"}))
+            .and_tool("mcp__docs__delete_doc", json!({"title": "deploy"})),
+        Reply::tool("mcp__docs__get_doc", json!({"title": "deploy"})),
+        Reply::text("done"),
+    ]));
+    let options = lesson::Options {
+        approver: Box::new(approver.clone()),
+        ..support::options()
+    };
+    let mut agent = support::agent_with(dir.path(), model, options);
+    let hub = agent.hooks.mcp().clone();
+    let mut history = Vec::new();
+    let (outcome, _) = support::turn(&mut agent, &mut history, "go").await;
+    outcome.unwrap();
+    let results = results(&history);
+    let asked: Vec<(String, String)> = approver
+        .asked()
+        .into_iter()
+        .map(|request| (request.call.name, request.reason))
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[0].0, "connect_mcp");
+    assert_eq!(
+        asked[1],
+        (
+            "mcp__docs__delete_doc".to_string(),
+            "MCP tool its server marks destructive".to_string()
+        )
+    );
+    assert!(!results[1].0, "the read-only search ran unasked");
+    assert!(results[2].0);
+    assert!(results[2].1.contains("Permission denied by the user"));
+    // The refused call never reached the server: the document is there.
+    assert!(!results[3].0, "{}", results[3].1);
     hub.stop_all().await;
 }
 
@@ -297,38 +407,112 @@ async fn a_wrong_token_reaches_the_model_as_an_error() {
 }
 
 #[tokio::test]
-async fn a_server_that_dies_mid_session_is_an_error_result_and_a_restart_starts_a_new_session() {
+async fn a_server_that_dies_is_an_error_result_and_once_restarted_serves_the_next_call() {
+    let mut server = HttpServer::start("127.0.0.1:0", None).await;
+    let addr = server.addr();
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), json!({"type": "http", "url": server.url}));
+    let (hub, _) = hub(dir.path(), &[]);
+    assert!(!hub.connect("docs").await.is_error);
+    server.kill().await;
+
+    // No server: an error result at once, not a panic or a wait.
+    let failed = hub
+        .call("docs", "search_docs", json!({"query": "deploy"}))
+        .await;
+    assert!(failed.is_error, "{}", failed.text);
+    assert!(failed.text.contains("`docs`"), "{}", failed.text);
+
+    // The same address again: the next call is served.
+    let _restarted = HttpServer::start(&addr, None).await;
+    let answer = hub
+        .call("docs", "search_docs", json!({"query": "deploy"}))
+        .await;
+    assert!(!answer.is_error, "{}", answer.text);
+    assert!(answer.text.contains("tag the release"), "{}", answer.text);
+    hub.stop_all().await;
+}
+
+#[tokio::test]
+async fn a_session_the_restarted_server_does_not_know_is_initialized_again_once() {
     let mut server = HttpServer::start("127.0.0.1:0", None).await;
     let addr = server.addr();
     let dir = tempfile::tempdir().unwrap();
     write_config(dir.path(), json!({"type": "http", "url": server.url}));
     let (hub, notices) = hub(dir.path(), &[]);
     assert!(!hub.connect("docs").await.is_error);
-    // The session's state: the drafts tool is on in this session only.
+    // State of this session only: the drafts tool is on.
     assert!(!hub.call("docs", "enable_drafts", json!({})).await.is_error);
+    hub.settle().await;
+    notices.take();
     server.kill().await;
-
-    let failed = hub
-        .call("docs", "search_docs", json!({"query": "deploy"}))
-        .await;
-    assert!(failed.is_error, "{}", failed.text);
-    assert!(failed.text.contains("docs"), "{}", failed.text);
-
-    // The same address again: a new server, which knows no session.
     let _restarted = HttpServer::start(&addr, None).await;
-    let mut answer = hub
+
+    // The new server answers our session id with 404; rmcp initializes a
+    // new session and sends the call again, without a connect_mcp.
+    let answer = hub
         .call("docs", "search_docs", json!({"query": "deploy"}))
         .await;
-    if answer.is_error {
-        // The hub let the dead connection go; connect_mcp starts a new one.
-        assert!(!hub.connect("docs").await.is_error);
-        answer = hub
-            .call("docs", "search_docs", json!({"query": "deploy"}))
-            .await;
-    }
     assert!(!answer.is_error, "{}", answer.text);
     assert!(answer.text.contains("tag the release"), "{}", answer.text);
     let said: Vec<String> = notices.take().into_iter().map(|n| n.text).collect();
-    println!("{said:?}");
+    let renewed = said
+        .iter()
+        .filter(|text| text.contains("no longer knows our session"))
+        .count();
+    assert_eq!(renewed, 1, "{said:?}");
+    assert!(!said.iter().any(|text| text.contains("connected docs")), "{said:?}");
+    // It is a new session: what the old one had turned on is off.
+    let drafts = hub
+        .call("docs", "search_drafts", json!({"query": "lesson"}))
+        .await;
+    assert!(drafts.is_error, "{}", drafts.text);
+    // And it goes on without another renewal.
+    assert!(!hub.call("docs", "doc_stats", json!({})).await.is_error);
+    let said: Vec<String> = notices.take().into_iter().map(|n| n.text).collect();
+    assert!(
+        !said.iter().any(|text| text.contains("no longer knows our session")),
+        "{said:?}"
+    );
+    hub.stop_all().await;
+}
+
+// ---------------------------------------------------------------------
+// The reference server from the npm registry (`npm ci` in
+// examples/mcp_server/npm), over HTTP. Without node or the package the test
+// says so on standard error and returns; under CI (`CI` set) it fails.
+
+#[tokio::test]
+async fn the_reference_everything_server_over_http_lists_and_calls() {
+    let Some(config) = support::npm_server("server-everything", &["streamableHttp"]) else {
+        return;
+    };
+    // It takes its port from `PORT` and says the port it was given, so
+    // the test picks a free one (the system's choice, released just before).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut command = tokio::process::Command::new(&config.command);
+    command.args(&config.args).env("PORT", port.to_string());
+    let (_server, _) = spawn_until(command, "MCP Streamable HTTP Server listening on port").await;
+    let dir = tempfile::tempdir().unwrap();
+    write_config(
+        dir.path(),
+        json!({"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}),
+    );
+    let (hub, _) = hub(dir.path(), &[]);
+    let connected = hub.connect("docs").await;
+    assert!(!connected.is_error, "{}", connected.text);
+    let names: Vec<String> = hub.tools().into_iter().map(|tool| tool.name).collect();
+    assert!(names.contains(&"mcp__docs__echo".to_string()), "{names:?}");
+    let echo = hub.call("docs", "echo", json!({"message": "hi over http"})).await;
+    assert!(!echo.is_error, "{}", echo.text);
+    assert!(echo.text.contains("hi over http"), "{}", echo.text);
+    let sum = hub.call("docs", "get-sum", json!({"a": 2, "b": 3})).await;
+    assert!(sum.text.contains('5'), "{}", sum.text);
+    let unknown = hub.call("docs", "no-such-tool", json!({})).await;
+    assert!(unknown.is_error);
     hub.stop_all().await;
 }
