@@ -58,9 +58,13 @@ const EVENT_STREAM: &str = "text/event-stream";
 const JSON: &str = "application/json";
 /// How much of an error response's body an error message quotes.
 const ERROR_BODY_CHARS: usize = 300;
-/// The longest wait between two attempts to reopen the server's stream
-/// (rmcp doubles the wait from one second, without a bound by default): a
-/// server that comes back is heard from again within this.
+/// How many times in a row rmcp tries to reopen a stream that broke (its
+/// default is forever). A call whose answer was coming on a stream that
+/// broke because the server died would otherwise wait for its timeout; with
+/// three tries (after 0, 2 and 4 s) it gets an error result within seconds.
+/// The server's own stream is opened again with the next new session.
+const MAX_RECONNECTS: usize = 3;
+/// The longest wait between two of those tries.
 const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(30);
 
 type HttpError = StreamableHttpError<reqwest::Error>;
@@ -76,6 +80,27 @@ pub fn transport(
     headers: &BTreeMap<String, String>,
     notices: Notices,
 ) -> Result<StreamableHttpClientTransport<HttpClient>, String> {
+    let config = config(url, headers)?;
+    let client = reqwest::Client::builder()
+        // A redirect to another host would carry the headers there.
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|error| format!("cannot build an HTTP client: {error}"))?;
+    let client = HttpClient {
+        client,
+        server: Arc::from(server),
+        notices,
+    };
+    Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
+/// rmcp's configuration of the transport: the URL, the headers (their
+/// values marked sensitive, so its derived `Debug` does not print them),
+/// a new session when the server forgets ours, and the reconnect delays.
+pub fn config(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransportConfig, String> {
     let mut custom = HashMap::new();
     for (name, value) in headers {
         let header = HeaderName::try_from(name.as_str())
@@ -85,23 +110,14 @@ pub fn transport(
         value.set_sensitive(true);
         custom.insert(header, value);
     }
-    let client = reqwest::Client::builder()
-        // A redirect to another host would carry the headers there.
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|error| format!("cannot build an HTTP client: {error}"))?;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url)
         .custom_headers(custom)
         .reinit_on_expired_session(true);
     let mut backoff = ExponentialBackoff::default();
+    backoff.max_times = Some(MAX_RECONNECTS);
     backoff.max_delay = Some(MAX_RECONNECT_DELAY);
     config.retry_config = Arc::new(backoff);
-    let client = HttpClient {
-        client,
-        server: Arc::from(server),
-        notices,
-    };
-    Ok(StreamableHttpClientTransport::with_client(client, config))
+    Ok(config)
 }
 // ANCHOR_END: transport
 
@@ -189,14 +205,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError> {
         let request = self.client.delete(uri.as_ref());
-        let response = send(
-            request,
-            Some(session_id),
-            None,
-            auth_header,
-            custom_headers,
-        )
-        .await?;
+        let response = send(request, Some(session_id), None, auth_header, custom_headers).await?;
         let status = response.status();
         // A server may not let clients end sessions; that is fine.
         if status.is_success() || status == StatusCode::METHOD_NOT_ALLOWED {

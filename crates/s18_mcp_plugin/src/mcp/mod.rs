@@ -471,7 +471,8 @@ impl McpHub {
         let vars = &self.inner.options.vars;
         let lookup = |var: &str| vars.get(var);
         let written = config.url.clone().unwrap_or_default();
-        let url = config::expand(&written, &lookup).map_err(|error| format!("its `url`: {error}"))?;
+        let url =
+            config::expand(&written, &lookup).map_err(|error| format!("its `url`: {error}"))?;
         let mut headers = BTreeMap::new();
         for (header, value) in &config.headers {
             let value = config::expand(value, &lookup)
@@ -606,16 +607,18 @@ impl McpHub {
                 "MCP server `{server}` refused the call: {} (JSON-RPC error {})",
                 error.message, error.code.0
             )),
-            // Over HTTP a request that cannot be sent leaves the session:
-            // the server may be back for the next call (and if it lost
-            // the session, rmcp starts a new one).
-            Ok(Err(ServiceError::TransportSend(error)))
-                if transport == Transport::Http && !peer.is_transport_closed() =>
-            {
+            // Over HTTP a request that could not be sent, or whose answer
+            // stream broke, leaves the connection: the server may be back
+            // for the next call (and if it lost our session, rmcp starts a
+            // new one). Only rmcp's transport ending is the end.
+            Ok(Err(error)) if transport == Transport::Http && !peer.is_transport_closed() => {
+                let why = match &error {
+                    ServiceError::TransportSend(error) => error_chain(&*error.error),
+                    other => error_chain(other),
+                };
                 ToolOutput::error(format!(
-                    "MCP server `{server}` could not be reached: {}. The connection is kept, and \
-                     the next call tries again.",
-                    error_chain(&*error.error)
+                    "MCP server `{server}` could not be reached during a call to `{tool}`: {why}. \
+                     The connection is kept, and the next call tries again."
                 ))
             }
             Ok(Err(error)) if peer.is_transport_closed() || is_closed(&error) => {
