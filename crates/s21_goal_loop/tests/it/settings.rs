@@ -700,7 +700,11 @@ async fn a_server_of_the_settings_file_connects_and_its_rules_apply_to_its_tools
     );
     assert!(approver.asked().is_empty(), "{:?}", approver.asked());
     let status = agent.hooks.status_view();
-    assert!(status.mcp.contains("docs: connected"), "{}", status.mcp);
+    assert!(
+        status.mcp.contains("docs [stdio]: connected"),
+        "{}",
+        status.mcp
+    );
     agent.finish(&mut Recorder::default()).await;
 }
 
