@@ -4,6 +4,9 @@
 //! Protocol lets any program offer tools: the agent starts it as a child
 //! process, speaks JSON-RPC with it over its standard input and output,
 //! asks which tools it has (`tools/list`) and calls them (`tools/call`).
+//! A server that runs elsewhere is reached over the protocol's other
+//! transport, Streamable HTTP, at a URL ([`http`]); everything after the
+//! connection is the same for both.
 //! This lesson speaks it through rmcp, the protocol's official Rust SDK:
 //! the handshake, the message framing, the pairing of replies with
 //! requests and the pagination are the SDK's; what to do with the tools is
@@ -17,7 +20,8 @@
 //!        └─► the registry's handler ──► tools/call ──► result or isError ──► tool_result
 //! ```
 //!
-//! * [`config`]: `.mcp.json`, loaded defensively.
+//! * [`config`]: `.mcp.json`, loaded defensively; `${VAR}`s filled in.
+//! * [`http`]: rmcp's Streamable HTTP client on the workspace's reqwest.
 //! * [`names`]: `mcp__<server>__<tool>`, normalised, at most 64 characters,
 //!   collisions refused.
 //! * [`client`]: our side of a connection — roots, progress, logs,
@@ -33,6 +37,7 @@
 pub mod client;
 pub mod config;
 pub mod content;
+pub mod http;
 pub mod names;
 pub mod tools;
 
@@ -54,7 +59,7 @@ use shared::protocol::ToolSpec;
 use shared::text::plural;
 
 use client::Client;
-pub use config::{CONFIG_FILE, LOG_DIR, ServerConfig};
+pub use config::{CONFIG_FILE, LOG_DIR, ServerConfig, Transport};
 use names::Naming;
 pub use tools::McpSync;
 
@@ -73,6 +78,9 @@ pub struct McpOptions {
     /// Servers configured besides `.mcp.json`'s (which wins on a name
     /// both have): lesson 19 passes those of its settings file.
     pub servers: BTreeMap<String, ServerConfig>,
+    /// Where the `${VAR}`s of an HTTP server's URL and headers are looked
+    /// up: `main` hands down the environment; by default, nowhere.
+    pub vars: VarLookup,
 }
 
 impl Default for McpOptions {
@@ -81,10 +89,41 @@ impl Default for McpOptions {
             startup_timeout: Duration::from_secs(30),
             call_timeout: Duration::from_secs(120),
             servers: BTreeMap::new(),
+            vars: VarLookup::default(),
         }
     }
 }
 // ANCHOR_END: options
+
+/// A lookup of variables by name, handed down from the edge of the program
+/// so that the library never reads the environment itself.
+#[derive(Clone)]
+pub struct VarLookup(Arc<dyn Fn(&str) -> Option<String> + Send + Sync>);
+
+impl VarLookup {
+    pub fn new(lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(lookup))
+    }
+
+    /// The value of `name`, if it has one.
+    pub fn get(&self, name: &str) -> Option<String> {
+        (self.0)(name)
+    }
+}
+
+impl Default for VarLookup {
+    /// A lookup that finds nothing.
+    fn default() -> Self {
+        Self::new(|_| None)
+    }
+}
+
+impl std::fmt::Debug for VarLookup {
+    // The values may be secrets: never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("VarLookup")
+    }
+}
 
 /// Overrides the start-up timeout, in milliseconds (Claude Code's name).
 pub const ENV_STARTUP_TIMEOUT_MS: &str = "MCP_TIMEOUT";
@@ -93,10 +132,10 @@ pub const ENV_STARTUP_TIMEOUT_MS: &str = "MCP_TIMEOUT";
 pub const ENV_CALL_TIMEOUT_MS: &str = "MCP_TOOL_TIMEOUT";
 
 impl McpOptions {
-    /// The defaults, with the timeouts `lookup` overrides (`main` passes
-    /// the environment).
+    /// The defaults, with the timeouts `lookup` overrides, and `lookup`
+    /// for the `${VAR}`s of `.mcp.json` (`main` passes the environment).
     pub fn from_lookup(
-        lookup: impl Fn(&str) -> Option<String>,
+        lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
     ) -> Result<Self, shared::settings::InvalidSetting> {
         let mut options = Self::default();
         if let Some(ms) = shared::settings::number(&lookup, ENV_STARTUP_TIMEOUT_MS, 1u64)? {
@@ -105,6 +144,7 @@ impl McpOptions {
         if let Some(ms) = shared::settings::number(&lookup, ENV_CALL_TIMEOUT_MS, 1u64)? {
             options.call_timeout = Duration::from_millis(ms);
         }
+        options.vars = VarLookup::new(lookup);
         Ok(options)
     }
 }
@@ -239,6 +279,8 @@ struct Connection {
     id: u64,
     service: RunningService<RoleClient, Client>,
     pid: Option<u32>,
+    /// How it is spoken to.
+    transport: Transport,
     /// `name version`, from the handshake.
     server_info: String,
     tools: Vec<McpTool>,
@@ -382,10 +424,18 @@ impl McpHub {
         }
     }
 
+    /// Connects to the server over its transport.
+    async fn start(&self, name: &str, config: &ServerConfig) -> Result<Connection, String> {
+        match config.transport() {
+            Transport::Stdio => self.start_stdio(name, config).await,
+            Transport::Http => self.start_http(name, config).await,
+        }
+    }
+
     /// Spawns the server with its standard error in its log file, and
     /// connects: handshake, then every page of `tools/list`, both within
     /// the start-up timeout.
-    async fn start(&self, name: &str, config: &ServerConfig) -> Result<Connection, String> {
+    async fn start_stdio(&self, name: &str, config: &ServerConfig) -> Result<Connection, String> {
         let log = config::log_path(&self.inner.root, name);
         let stderr = open_log(&log)
             .map_err(|error| format!("cannot open its log file {}: {error}", log.display()))?;
@@ -401,6 +451,53 @@ impl McpHub {
             .spawn()
             .map_err(|error| format!("cannot run `{}`: {error}", config.command))?;
         let pid = transport.id();
+        let endpoint = std::iter::once(config.command.as_str())
+            .chain(config.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut connection = self
+            .handshake(name, transport, Transport::Stdio, endpoint)
+            .await
+            .map_err(|reason| with_log_tail(reason, &log))?;
+        connection.pid = pid;
+        Ok(connection)
+    }
+
+    // ANCHOR: start_http
+    /// Connects to the server at the configured URL over Streamable HTTP,
+    /// its URL and headers' `${VAR}`s filled in first. Nothing is spawned:
+    /// the server runs on its own, and outlives the connection.
+    async fn start_http(&self, name: &str, config: &ServerConfig) -> Result<Connection, String> {
+        let vars = &self.inner.options.vars;
+        let lookup = |var: &str| vars.get(var);
+        let written = config.url.clone().unwrap_or_default();
+        let url =
+            config::expand(&written, &lookup).map_err(|error| format!("its `url`: {error}"))?;
+        let mut headers = BTreeMap::new();
+        for (header, value) in &config.headers {
+            let value = config::expand(value, &lookup)
+                .map_err(|error| format!("its header `{header}`: {error}"))?;
+            headers.insert(header.clone(), value);
+        }
+        let transport = http::transport(name, &url, &headers, self.inner.notices.clone())?;
+        self.handshake(name, transport, Transport::Http, written)
+            .await
+    }
+    // ANCHOR_END: start_http
+
+    /// The handshake and every page of `tools/list` over `transport`, both
+    /// within the start-up timeout.
+    async fn handshake<T, E, A>(
+        &self,
+        name: &str,
+        transport: T,
+        kind: Transport,
+        endpoint: String,
+    ) -> Result<Connection, String>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let id = self.inner.next_connection.fetch_add(1, Ordering::Relaxed);
         let client = Client {
             server: name.to_string(),
@@ -424,19 +521,22 @@ impl McpHub {
         })
         .await;
         // A failed or timed-out start drops the transport, which kills the
-        // child.
+        // child (stdio) or ends the session (HTTP).
         let (service, tools) = match started {
             Ok(Ok(started)) => started,
-            Ok(Err(reason)) => return Err(with_log_tail(reason, &log)),
+            Ok(Err(reason)) => return Err(reason),
             Err(_) => {
-                return Err(with_log_tail(
-                    format!(
+                return Err(match kind {
+                    Transport::Stdio => format!(
                         "no answer to the handshake within {} (a server must write only \
                          JSON-RPC messages to its standard output)",
                         seconds(timeout)
                     ),
-                    &log,
-                ));
+                    Transport::Http => format!(
+                        "no answer to the handshake within {} from {endpoint}",
+                        seconds(timeout)
+                    ),
+                });
             }
         };
         let server_info = service
@@ -448,7 +548,8 @@ impl McpHub {
         let mut connection = Connection {
             id,
             service,
-            pid,
+            pid: None,
+            transport: kind,
             server_info,
             tools: Vec::new(),
             refused: Vec::new(),
@@ -486,7 +587,7 @@ impl McpHub {
                 ));
             }
         };
-        let Some((peer, id)) = self.peer(server) else {
+        let Some((peer, id, transport)) = self.peer(server) else {
             return ToolOutput::error(self.inner.lock().not_connected(server));
         };
         let mut params = CallToolRequestParams::new(tool.to_string());
@@ -506,6 +607,20 @@ impl McpHub {
                 "MCP server `{server}` refused the call: {} (JSON-RPC error {})",
                 error.message, error.code.0
             )),
+            // Over HTTP a request that could not be sent, or whose answer
+            // stream broke, leaves the connection: the server may be back
+            // for the next call (and if it lost our session, rmcp starts a
+            // new one). Only rmcp's transport ending is the end.
+            Ok(Err(error)) if transport == Transport::Http && !peer.is_transport_closed() => {
+                let why = match &error {
+                    ServiceError::TransportSend(error) => error_chain(&*error.error),
+                    other => error_chain(other),
+                };
+                ToolOutput::error(format!(
+                    "MCP server `{server}` could not be reached during a call to `{tool}`: {why}. \
+                     The connection is kept, and the next call tries again."
+                ))
+            }
             Ok(Err(error)) if peer.is_transport_closed() || is_closed(&error) => {
                 let reason = format!("the server exited during a call to `{tool}` ({error})");
                 self.lost(server, id, &reason).await;
@@ -525,10 +640,14 @@ impl McpHub {
     // ANCHOR_END: call
 
     /// The peer of a connected server, and which connection it is.
-    fn peer(&self, server: &str) -> Option<(Peer<RoleClient>, u64)> {
+    fn peer(&self, server: &str) -> Option<(Peer<RoleClient>, u64, Transport)> {
         let state = self.inner.lock();
         let connection = state.connected.get(server)?;
-        Some((connection.service.peer().clone(), connection.id))
+        Some((
+            connection.service.peer().clone(),
+            connection.id,
+            connection.transport,
+        ))
     }
 
     /// Marks connection `id` of `server` lost, and stops what is left of it.
@@ -559,16 +678,23 @@ impl McpHub {
             .configs
             .keys()
             .map(|name| {
+                // The transport, and where the server is: as configured.
+                let via = match state.configs.get(name) {
+                    Some(config) if config.transport() == Transport::Http => {
+                        format!("http {}", config.url.as_deref().unwrap_or_default())
+                    }
+                    _ => Transport::Stdio.name().to_string(),
+                };
                 if let Some(connection) = state.connected.get(name) {
                     format!(
-                        "{name}: connected ({}), {}",
+                        "{name} [{via}]: connected ({}), {}",
                         connection.server_info,
                         tool_list(&connection.tools)
                     )
                 } else if let Some(reason) = state.lost.get(name) {
-                    format!("{name}: disconnected ({reason}); connect_mcp starts it again")
+                    format!("{name} [{via}]: disconnected ({reason}); connect_mcp starts it again")
                 } else {
-                    format!("{name}: not connected")
+                    format!("{name} [{via}]: not connected")
                 }
             })
             .collect();
@@ -805,6 +931,21 @@ fn is_closed(error: &ServiceError) -> bool {
         error,
         ServiceError::TransportClosed | ServiceError::TransportSend(_)
     )
+}
+
+/// `error` and the errors it wraps, each once: `a: b: c`.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let text = error.to_string();
+        // Many errors repeat their source's text in their own.
+        if !parts.last().is_some_and(|last| last.contains(&text)) {
+            parts.push(text);
+        }
+        next = error.source();
+    }
+    parts.join(": ")
 }
 
 /// `1.5 s`.

@@ -193,7 +193,7 @@ impl Settings {
     /// `.mcp.json` wins on a name both have).
     pub fn mcp_options(
         &self,
-        env: impl Fn(&str) -> Option<String>,
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
     ) -> Result<McpOptions, InvalidSetting> {
         let mut options = McpOptions::from_lookup(env)?;
         options.servers = self.mcp_servers.clone();

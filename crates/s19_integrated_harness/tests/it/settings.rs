@@ -218,9 +218,14 @@ fn every_refusal_names_the_file_the_key_and_the_reason() {
             ".agent/settings.toml: mcp_servers.docs: `command` is empty",
         ),
         (
-            "[mcp_servers.docs]\ncommand = \"x\"\ntype = \"http\"\n",
-            ".agent/settings.toml: mcp_servers.docs: transport `http` is not supported here; \
-             only stdio servers are",
+            "[mcp_servers.docs]\ncommand = \"x\"\ntype = \"sse\"\n",
+            ".agent/settings.toml: mcp_servers.docs: transport `sse` (the protocol's old \
+             HTTP+SSE transport) is not supported; use `\"type\": \"http\"` (Streamable HTTP) \
+             with the server's MCP endpoint",
+        ),
+        (
+            "[mcp_servers.docs]\ntype = \"http\"\n",
+            ".agent/settings.toml: mcp_servers.docs: an http server needs a `url`",
         ),
     ];
     for (text, expected) in cases {
@@ -238,7 +243,7 @@ fn a_misspelt_key_or_broken_toml_is_refused_with_its_line_and_column() {
             "unknown field `PreToolUs`",
         ),
         ("[compaction]\nmax_messages = -1\n", "invalid value"),
-        ("[mcp_servers.docs]\nargs = []\n", "missing field `command`"),
+        ("[mcp_servers.docs]\nurl = 3\n", "invalid type"),
         ("model = [\n", "line 1, column"),
     ] {
         let message = refusal(text);
@@ -716,7 +721,11 @@ async fn a_server_of_the_settings_file_connects_and_its_rules_apply_to_its_tools
     };
     let mut agent = support::agent_with(dir.path(), model.clone(), options);
     let status = agent.hooks.status_view();
-    assert!(status.mcp.contains("docs: not connected"), "{}", status.mcp);
+    assert!(
+        status.mcp.contains("docs [stdio]: not connected"),
+        "{}",
+        status.mcp
+    );
     let mut history = Vec::new();
     let (outcome, _) = support::turn(&mut agent, &mut history, "search the docs").await;
     outcome.unwrap();
@@ -749,7 +758,11 @@ async fn a_server_of_the_settings_file_connects_and_its_rules_apply_to_its_tools
     );
     assert!(approver.asked().is_empty(), "{:?}", approver.asked());
     let status = agent.hooks.status_view();
-    assert!(status.mcp.contains("docs: connected"), "{}", status.mcp);
+    assert!(
+        status.mcp.contains("docs [stdio]: connected"),
+        "{}",
+        status.mcp
+    );
     agent.finish(&mut Recorder::default()).await;
 }
 
@@ -861,7 +874,7 @@ async fn status_and_help_are_answered_without_a_model_call() {
         "hooks:       4 command hooks",
         "  PreToolUse       bash",
         "MCP servers: (the settings file's and .mcp.json's)",
-        "  docs: not connected",
+        "  docs [stdio]: not connected",
         "summary above 50000 tokens",
         "recovery:    10 attempts",
         "teammates:   none (idle scans every 1000 ms up to 30000 ms, leases 600 s)",

@@ -3,8 +3,19 @@
 //! The file has the shape other MCP clients read:
 //!
 //! ```json
-//! {"mcpServers": {"docs": {"command": "mcp_example_server", "args": [], "env": {"LOG": "1"}}}}
+//! {"mcpServers": {
+//!   "docs": {"command": "mcp_example_server", "args": [], "env": {"LOG": "1"}},
+//!   "remote": {"type": "http", "url": "https://mcp.example.com/mcp",
+//!              "headers": {"Authorization": "Bearer ${EXAMPLE_TOKEN}"}}
+//! }}
 //! ```
+//!
+//! An entry with a `command` is a program the agent starts and speaks to
+//! over its standard input and output (`"type": "stdio"`, the default); an
+//! entry with `"type": "http"` is a server already running at `url`,
+//! spoken to over Streamable HTTP. `${VAR}` in a URL or a header is filled
+//! in when the server is connected, so a token never has to be written
+//! into the file.
 //!
 //! It is loaded defensively, entry by entry: a file that is not JSON, or an
 //! entry without a `command`, is reported (a notice naming the file, the key
@@ -29,25 +40,52 @@ use super::MCP_TAG;
 pub const CONFIG_FILE: &str = ".mcp.json";
 
 // ANCHOR: server_config
-/// How to start one server: a program, its arguments, and variables added
-/// to its environment. Public and `Deserialize`, so other configuration
+/// How to reach one server: a program to start, its arguments, and
+/// variables added to its environment (stdio); or a URL and headers to
+/// send (Streamable HTTP). Public and `Deserialize`, so other configuration
 /// files (lesson 19's settings) can name servers the same way.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
     /// The program, found on `PATH` unless it is a path; a relative path
-    /// starts at the workspace root.
+    /// starts at the workspace root. Empty for an HTTP server.
+    #[serde(default)]
     pub command: String,
     #[serde(default)]
     pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// `"stdio"`, the only transport this lesson speaks; other clients
-    /// write it out, so it is accepted.
+    /// `"stdio"` (the default) or `"http"`, the names other clients write.
     #[serde(default, rename = "type")]
     pub transport: Option<String>,
+    /// An HTTP server's endpoint, such as `http://127.0.0.1:8080/mcp`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request, such as `Authorization`.
+    /// Their values are secrets: never shown, never logged.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
 }
 // ANCHOR_END: server_config
+
+/// Which transport a configured server is spoken to over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A child process's standard input and output.
+    Stdio,
+    /// Streamable HTTP, to a server at a URL.
+    Http,
+}
+
+impl Transport {
+    /// Its name in `.mcp.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Http => "http",
+        }
+    }
+}
 
 impl ServerConfig {
     /// A server started as `command args…`.
@@ -60,22 +98,96 @@ impl ServerConfig {
             args: args.into_iter().map(Into::into).collect(),
             env: BTreeMap::new(),
             transport: None,
+            url: None,
+            headers: BTreeMap::new(),
         }
     }
 
-    /// Checks what serde cannot: a command to run, and a transport this
-    /// lesson speaks.
-    pub fn check(self) -> Result<Self, String> {
-        if self.command.trim().is_empty() {
-            return Err("`command` is empty".to_string());
+    /// A server at `url`, over Streamable HTTP.
+    pub fn http(url: impl Into<String>) -> Self {
+        Self {
+            transport: Some(Transport::Http.name().to_string()),
+            url: Some(url.into()),
+            ..Self::new("", Vec::<String>::new())
         }
+    }
+
+    /// The transport this entry names (after [`check`](Self::check), one
+    /// this lesson speaks).
+    pub fn transport(&self) -> Transport {
         match self.transport.as_deref() {
-            None | Some("stdio") => Ok(self),
+            Some("http") => Transport::Http,
+            _ => Transport::Stdio,
+        }
+    }
+
+    /// Checks what serde cannot: a command to run or a URL to reach,
+    /// matching a transport this lesson speaks.
+    pub fn check(self) -> Result<Self, String> {
+        match self.transport.as_deref() {
+            None | Some("stdio") => {
+                if self.command.trim().is_empty() {
+                    return Err(if self.url.is_some() {
+                        "`url` needs `\"type\": \"http\"`".to_string()
+                    } else {
+                        "`command` is empty".to_string()
+                    });
+                }
+                if self.url.is_some() || !self.headers.is_empty() {
+                    return Err("a stdio server has no `url` or `headers`".to_string());
+                }
+                Ok(self)
+            }
+            Some("http") => {
+                if self.url.as_deref().is_none_or(|url| url.trim().is_empty()) {
+                    return Err("an http server needs a `url`".to_string());
+                }
+                if !self.command.is_empty() || !self.args.is_empty() || !self.env.is_empty() {
+                    return Err(
+                        "an http server is reached at its `url`; it has no `command`, `args` or `env`"
+                            .to_string(),
+                    );
+                }
+                Ok(self)
+            }
+            Some("sse") => Err(
+                "transport `sse` (the protocol's old HTTP+SSE transport) is not supported; \
+                 use `\"type\": \"http\"` (Streamable HTTP) with the server's MCP endpoint"
+                    .to_string(),
+            ),
             Some(other) => Err(format!(
-                "transport `{other}` is not supported here; only stdio servers are"
+                "transport `{other}` is not supported here; use `stdio` or `http`"
             )),
         }
     }
+}
+
+/// `text` with every `${VAR}` replaced by `lookup(VAR)` (`${VAR:-default}`
+/// gives `default` when `VAR` is unset); an unset variable without a
+/// default is an error naming it. `$` not followed by `{` stays as it is.
+pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err("`${` without a closing `}`".to_string());
+        };
+        let inside = &after[..end];
+        let (name, default) = match inside.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inside, None),
+        };
+        match (lookup(name), default) {
+            (Some(value), _) => out.push_str(&value),
+            (None, Some(default)) => out.push_str(default),
+            (None, None) => return Err(format!("the variable `{name}` is not set")),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 // ANCHOR: load

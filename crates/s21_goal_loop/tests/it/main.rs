@@ -31,6 +31,7 @@ mod isolation;
 mod layers;
 mod long_session;
 mod mcp;
+mod mcp_http;
 mod memory;
 mod memory_store;
 mod offered_tools;
