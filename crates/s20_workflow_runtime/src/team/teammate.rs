@@ -130,14 +130,17 @@ pub async fn run(shared: Shared, spec: Spec, cancel: CancellationToken) {
             if cancel.is_cancelled() {
                 return;
             }
-            report(&shared, &name, outcome);
             let waiting = matches!(gate(&plan_gate).status(), PlanStatus::Pending { .. });
             let status = if waiting {
                 Status::AwaitingApproval
             } else {
                 Status::Idle
             };
+            // The roster changes before the lead is told: a lead that
+            // lists the team when the idle notification arrives sees the
+            // teammate idle, never still working.
             shared.roster.update(&name, status, "reported its result");
+            report(&shared, &name, outcome);
         }
         // IDLE: mail first; between waits, the board.
         match idle(&shared, &name, &plan_gate, &held, &cancel).await {
