@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use shared::agent::Limits;
 use shared::cli::Setup;
 use shared::error::ApiError;
 use shared::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
@@ -76,6 +77,10 @@ pub struct LessonHooks {
     workflows: WorkflowRuntime,
     /// The goal, its evidence log and its continuation queue (lesson 21).
     goal: GoalLoop,
+    /// How often the Stop hooks sent the model back this turn: at the
+    /// loop's limit the hooks end the turn themselves, so the goal's gate
+    /// and memory still see its end.
+    stop_continuations: usize,
     /// The model as the front end chose it.
     model_id: String,
     provider: String,
@@ -276,6 +281,7 @@ impl LessonHooks {
             provider: setup.model.provider().to_string(),
             skills_found,
             goal,
+            stop_continuations: 0,
         })
     }
 
@@ -409,6 +415,8 @@ impl Hooks for LessonHooks {
     }
 
     fn on_user_prompt(&mut self, prompt: &str) -> PromptCheck {
+        // A turn starts: the Stop hooks may send the model back again.
+        self.stop_continuations = 0;
         let check = self
             .registry
             .trigger_user_prompt_submit(prompt)
@@ -427,7 +435,19 @@ impl Hooks for LessonHooks {
     }
 
     async fn on_stop(&mut self, history: &[Message]) -> Option<String> {
-        let next = self.registry.trigger_stop(history);
+        // ANCHOR: stop_limit
+        // The Stop hooks send the model back at most as often as the loop
+        // allows. One more is refused here rather than by the loop, so
+        // the turn's real end is known: without that, a hook that is never
+        // satisfied would end the turn with no gate and no extraction.
+        let next = self
+            .registry
+            .trigger_stop(history)
+            .filter(|_| self.stop_continuations < Limits::default().max_stop_continuations);
+        if next.is_some() {
+            self.stop_continuations += 1;
+        }
+        // ANCHOR_END: stop_limit
         // Extract only when the turn really ends; memory never continues it.
         if next.is_none() {
             // ANCHOR: goal_gate

@@ -111,8 +111,8 @@ pub fn render(
         format!("status:     {}", status_word(goal.status)),
         format!("checks:     {}", goal.checks),
         format!(
-            "turns:      {}/{} continuation turns used",
-            goal.continuations, goal.budget
+            "turns:      {}/{} continuation turns used ({} run)",
+            goal.continuations, goal.budget, goal.continuations_run
         ),
         format!(
             "evidence:   {} since it was set",

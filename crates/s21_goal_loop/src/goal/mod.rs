@@ -59,6 +59,7 @@ use std::time::Duration;
 use shared::model::Model;
 use shared::notice::Notices;
 use shared::settings::InvalidSetting;
+use shared::text::plural;
 use shared::tools::Workspace;
 
 use crate::background::Finished;
@@ -177,8 +178,12 @@ pub struct Goal {
     pub budget: usize,
     /// Times the goal was checked (the check run or the evaluator asked).
     pub checks: usize,
-    /// Continuation turns queued so far.
+    /// Continuation turns queued so far: what the budget counts.
     pub continuations: usize,
+    /// Continuation turns that ran: taken from the queue and sent as a
+    /// turn. One queued and dropped unrun (the goal ended first) is not
+    /// among them.
+    pub continuations_run: usize,
     /// Continuations queued since trusted evidence last arrived (or the
     /// check's result last changed).
     pub stalled: usize,
@@ -338,6 +343,7 @@ impl GoalLoop {
             budget: self.options.budget,
             checks: 0,
             continuations: 0,
+            continuations_run: 0,
             stalled: 0,
             last_reason: None,
             last_check: None,
@@ -449,12 +455,18 @@ impl GoalLoop {
         let detail = goal.last_check.as_ref().map(|run| run.tail.clone());
         let checks = goal.checks;
         if verdict.ok {
-            let continuations = goal.continuations;
+            // The turns that ran, not the ones queued: a continuation
+            // still waiting now is dropped unrun.
+            let ran = plural(
+                goal.continuations_run,
+                "continuation turn",
+                "continuation turns",
+            );
             self.retire(GoalStatus::Completed);
             self.notices.emit(
                 TAG,
                 format!(
-                    "goal met after {checks} checks and {continuations} continuation turns: {}",
+                    "goal met after {checks} checks and {ran}: {}",
                     verdict.reason
                 ),
             );
@@ -547,9 +559,14 @@ impl GoalLoop {
         self.queued.is_some()
     }
 
-    /// Takes the queued goal prompt, if there is one.
+    /// Takes the queued goal prompt, if there is one, to send as the next
+    /// turn: a continuation taken is one that runs.
     pub fn take_continuation(&mut self) -> Option<String> {
-        self.queued.take().map(|queued| queued.text)
+        let queued = self.queued.take()?;
+        if let (false, Some(goal)) = (queued.kickoff, self.active.as_mut()) {
+            goal.continuations_run += 1;
+        }
+        Some(queued.text)
     }
     // ANCHOR_END: queue
 }

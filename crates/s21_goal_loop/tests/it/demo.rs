@@ -83,7 +83,7 @@ async fn play(dir: &Path) {
         "{stderr}"
     );
     assert!(
-        stderr.contains("[goal] goal met after 4 checks and 2 continuation turns"),
+        stderr.contains("[goal] goal met after 4 checks and 1 continuation turn:"),
         "{stderr}"
     );
     assert!(stderr.contains("background task bg_0001"), "{stderr}");

@@ -927,3 +927,134 @@ fn the_settings_file_sets_the_goals_numbers_under_the_environment() {
         .to_string();
     assert!(zero.contains("goal.no_progress_limit"), "{zero}");
 }
+
+/// How many memory extractions (side queries) the model was asked for.
+fn extractions(model: &ScriptedModel) -> usize {
+    model
+        .side_requests()
+        .iter()
+        .filter(|request| request.to_string().contains("extract what is worth"))
+        .count()
+}
+
+#[tokio::test]
+async fn a_stop_hook_that_uses_up_its_continuations_still_leaves_the_end_to_the_goal() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedModel::new(vec![
+        Reply::text("done 1"),
+        Reply::text("done 2"),
+        Reply::text("done 3"),
+        Reply::text("done 4"),
+        Reply::text("never played"),
+    ]));
+    let mut agent = agent(dir.path(), model.clone(), keyword(20));
+    // A Stop hook (lesson 19) that is never satisfied.
+    agent
+        .hooks
+        .registry()
+        .on_stop(|_| Some("Are you sure? Check again.".into()));
+    let mut history = Vec::new();
+    slash(&mut agent, "/goal tests passed");
+    let (kickoff, _) = idle(&mut agent).await;
+    let seen = turn(&mut agent, &mut history, &kickoff).await;
+
+    // The hook used up its continuations and the turn ended...
+    let cap = agent.limits.max_stop_continuations;
+    assert_eq!(model.requests().len(), 1 + cap);
+    assert_eq!(model.remaining(), 1);
+    // ...and the goal's gate still decided, where the user sees it.
+    let notices = seen.notices_tagged(TAG);
+    assert!(
+        notices.len() == 1
+            && notices[0].contains("not met (check 1)")
+            && notices[0].contains("continuation 1/20 queued"),
+        "{notices:?}"
+    );
+    assert_eq!(agent.hooks.goal().active().unwrap().checks, 1);
+    assert!(agent.hooks.goal().has_continuation());
+    // Memory extraction ran once, at the turn's real end.
+    assert_eq!(extractions(&model), 1);
+    validate(&history).unwrap();
+}
+
+#[tokio::test]
+async fn a_stop_hook_that_lets_the_turn_end_early_leaves_one_gate_and_one_extraction() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedModel::new(vec![
+        Reply::text("done 1"),
+        Reply::text("done 2"),
+    ]));
+    let mut agent = agent(dir.path(), model.clone(), keyword(20));
+    // Sends the model back once, then lets the turn end.
+    let mut sent = false;
+    agent.hooks.registry().on_stop(move |_| {
+        (!std::mem::replace(&mut sent, true)).then(|| "Check again.".to_string())
+    });
+    let mut history = Vec::new();
+    slash(&mut agent, "/goal tests passed");
+    let (kickoff, _) = idle(&mut agent).await;
+    let seen = turn(&mut agent, &mut history, &kickoff).await;
+
+    assert_eq!(model.requests().len(), 2);
+    // A continuation by the hook is not the turn's end: one check only.
+    assert_eq!(seen.notices_tagged(TAG).len(), 1, "{:?}", seen.notices);
+    assert_eq!(agent.hooks.goal().active().unwrap().checks, 1);
+    assert_eq!(extractions(&model), 1);
+}
+
+#[tokio::test]
+async fn the_met_notice_counts_the_continuation_turns_that_ran_not_one_dropped_unrun() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedModel::new(vec![
+        // The kickoff's turn.
+        Reply::text("On it."),
+        // The continuation's turn: the suite runs in the background.
+        background_once_go("echo tests passed"),
+        Reply::text("The suite runs as bg_0001."),
+        // The notification's turn.
+        Reply::text("bg_0001 reports it."),
+    ]));
+    let mut agent = agent(dir.path(), model.clone(), keyword(20));
+    let mut history = Vec::new();
+    slash(&mut agent, "/goal tests passed");
+    let (kickoff, _) = idle(&mut agent).await;
+    turn(&mut agent, &mut history, &kickoff).await;
+    let (continuation, _) = idle(&mut agent).await;
+    assert!(
+        continuation.starts_with("Keep working toward the goal"),
+        "{continuation}"
+    );
+    let seen = turn(&mut agent, &mut history, &continuation).await;
+    // A second continuation is queued; it waits behind the running suite.
+    assert!(
+        seen.notices_tagged(TAG)[0].contains("continuation 2/20 queued"),
+        "{:?}",
+        seen.notices
+    );
+
+    // The notification goes first and meets the goal: the second
+    // continuation never runs, and the notice does not count it.
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    until_background_idle(&agent).await;
+    let (notification, _) = idle(&mut agent).await;
+    assert!(
+        notification.contains("<task_notification>"),
+        "{notification}"
+    );
+    let seen = turn(&mut agent, &mut history, &notification).await;
+    assert_eq!(status(&agent), GoalStatus::Completed);
+    let met = seen.notices_tagged(TAG);
+    assert!(
+        met[0].starts_with("goal met after 3 checks and 1 continuation turn:"),
+        "{met:?}"
+    );
+    assert_eq!(agent.hooks.goal().last().unwrap().continuations_run, 1);
+    // `/goal` tells the budget used from the turns that ran.
+    let shown = slash(&mut agent, "/goal");
+    assert!(
+        shown.contains("turns:      2/20 continuation turns used (1 run)"),
+        "{shown}"
+    );
+    assert!(!idle_ready(&mut agent).await);
+    assert_eq!(model.requests().len(), 4);
+}
