@@ -95,10 +95,13 @@ impl Default for McpOptions {
 }
 // ANCHOR_END: options
 
+/// A variable's value by its name, or `None`.
+type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+
 /// A lookup of variables by name, handed down from the edge of the program
 /// so that the library never reads the environment itself.
 #[derive(Clone)]
-pub struct VarLookup(Arc<dyn Fn(&str) -> Option<String> + Send + Sync>);
+pub struct VarLookup(Arc<Lookup>);
 
 impl VarLookup {
     pub fn new(lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
