@@ -1186,6 +1186,85 @@ pub fn map_entries(text: &str, folder: &str) -> Vec<(usize, String)> {
     entries
 }
 
+/// Rule 13.
+fn counts(root: &Path, lessons: &[Lesson], problems: &mut Vec<Problem>) -> Result<()> {
+    let shared = lessons::rust_sources(&root.join("shared"))?;
+    for lesson in lessons {
+        let chapter = format!("{BOOK_SRC}/{}", lesson.chapter_file());
+        // A missing chapter is reported by rule 2 already.
+        let Ok(text) = std::fs::read_to_string(root.join(&chapter)) else {
+            continue;
+        };
+        let found = claims::claims(&text);
+        if found.is_empty() {
+            continue;
+        }
+        let mut sources = lessons::rust_sources(&lesson.dir)?;
+        sources.extend(shared.iter().cloned());
+        let traits = claims::trait_methods(&sources);
+        for claim in found {
+            let place = format!("{chapter}:{}", claim.line);
+            match &claim.subject {
+                Subject::Methods { spans } => {
+                    let named: Vec<&(String, usize)> = traits
+                        .iter()
+                        .filter(|(name, _)| {
+                            spans
+                                .iter()
+                                .any(|span| claims::trait_name(span) == Some(name.as_str()))
+                        })
+                        .collect();
+                    if named.is_empty() || named.iter().any(|(_, n)| *n == claim.value) {
+                        continue;
+                    }
+                    let actual: Vec<String> = named
+                        .iter()
+                        .map(|(name, n)| format!("`{name}` has {n}"))
+                        .collect();
+                    problems.push(problem(
+                        place,
+                        format!(
+                            "says \"{} methods\", but {} in {}: fix the number",
+                            claim.written,
+                            actual.join(", "),
+                            lesson.name
+                        ),
+                    ));
+                }
+                Subject::NewTools => {
+                    let Some(previous) = lessons::previous(lessons, lesson) else {
+                        continue;
+                    };
+                    // Missing snapshots are reported by rule 1.
+                    let (Ok(now), Ok(before)) = (tools::offered(lesson), tools::offered(previous))
+                    else {
+                        continue;
+                    };
+                    let new: Vec<&str> = now
+                        .iter()
+                        .filter(|tool| !before.iter().any(|old| old.name == tool.name))
+                        .map(|tool| tool.name.as_str())
+                        .collect();
+                    if new.len() != claim.value {
+                        problems.push(problem(
+                            place,
+                            format!(
+                                "says \"{} new tools\", but {} offers {} that {} does not ({}): fix the number",
+                                claim.written,
+                                lesson.name,
+                                new.len(),
+                                previous.name,
+                                new.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1278,83 +1357,4 @@ mod tests {
         );
         assert_eq!(anchor_in("// ANCHOR_END: x", "ANCHOR:"), None);
     }
-}
-
-/// Rule 13.
-fn counts(root: &Path, lessons: &[Lesson], problems: &mut Vec<Problem>) -> Result<()> {
-    let shared = lessons::rust_sources(&root.join("shared"))?;
-    for lesson in lessons {
-        let chapter = format!("{BOOK_SRC}/{}", lesson.chapter_file());
-        // A missing chapter is reported by rule 2 already.
-        let Ok(text) = std::fs::read_to_string(root.join(&chapter)) else {
-            continue;
-        };
-        let found = claims::claims(&text);
-        if found.is_empty() {
-            continue;
-        }
-        let mut sources = lessons::rust_sources(&lesson.dir)?;
-        sources.extend(shared.iter().cloned());
-        let traits = claims::trait_methods(&sources);
-        for claim in found {
-            let place = format!("{chapter}:{}", claim.line);
-            match &claim.subject {
-                Subject::Methods { spans } => {
-                    let named: Vec<&(String, usize)> = traits
-                        .iter()
-                        .filter(|(name, _)| {
-                            spans
-                                .iter()
-                                .any(|span| claims::trait_name(span) == Some(name.as_str()))
-                        })
-                        .collect();
-                    if named.is_empty() || named.iter().any(|(_, n)| *n == claim.value) {
-                        continue;
-                    }
-                    let actual: Vec<String> = named
-                        .iter()
-                        .map(|(name, n)| format!("`{name}` has {n}"))
-                        .collect();
-                    problems.push(problem(
-                        place,
-                        format!(
-                            "says \"{} methods\", but {} in {}: fix the number",
-                            claim.written,
-                            actual.join(", "),
-                            lesson.name
-                        ),
-                    ));
-                }
-                Subject::NewTools => {
-                    let Some(previous) = lessons::previous(lessons, lesson) else {
-                        continue;
-                    };
-                    // Missing snapshots are reported by rule 1.
-                    let (Ok(now), Ok(before)) = (tools::offered(lesson), tools::offered(previous))
-                    else {
-                        continue;
-                    };
-                    let new: Vec<&str> = now
-                        .iter()
-                        .filter(|tool| !before.iter().any(|old| old.name == tool.name))
-                        .map(|tool| tool.name.as_str())
-                        .collect();
-                    if new.len() != claim.value {
-                        problems.push(problem(
-                            place,
-                            format!(
-                                "says \"{} new tools\", but {} offers {} that {} does not ({}): fix the number",
-                                claim.written,
-                                lesson.name,
-                                new.len(),
-                                previous.name,
-                                new.join(", ")
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
 }

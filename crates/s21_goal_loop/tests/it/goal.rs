@@ -986,9 +986,9 @@ async fn a_stop_hook_that_lets_the_turn_end_early_leaves_one_gate_and_one_extrac
     ]));
     let mut agent = agent(dir.path(), model.clone(), keyword(20));
     // Sends the model back once, then lets the turn end.
-    let mut sent = false;
+    let sent = std::sync::atomic::AtomicBool::new(false);
     agent.hooks.registry().on_stop(move |_| {
-        (!std::mem::replace(&mut sent, true)).then(|| "Check again.".to_string())
+        (!sent.swap(true, std::sync::atomic::Ordering::SeqCst)).then(|| "Check again.".to_string())
     });
     let mut history = Vec::new();
     slash(&mut agent, "/goal tests passed");
