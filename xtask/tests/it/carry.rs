@@ -13,7 +13,7 @@ use std::process::Command;
 use tempfile::TempDir;
 use xtask::carry::{self, Action, Options, Report};
 
-use crate::fixture::{edit, fixture, problems, write};
+use crate::fixture::{copy_lesson, edit, fixture, problems, write};
 
 const LESSONS: [&str; 5] = [
     "s01_first",
@@ -40,36 +40,6 @@ fn git(root: &Path, args: &[&str]) -> String {
 
 fn read(root: &Path, path: &str) -> String {
     fs::read_to_string(root.join(path)).unwrap()
-}
-
-/// Copies lesson `from` to `to` as a new lesson is made: the crate renamed
-/// in paths and contents, the description renumbered.
-fn copy_lesson(root: &Path, from: &str, to: &str) {
-    let crates = root.join("crates");
-    let mut pending = vec![crates.join(from)];
-    while let Some(dir) = pending.pop() {
-        for entry in fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            let relative = path.strip_prefix(&crates).unwrap().to_string_lossy();
-            let text = fs::read_to_string(&path).unwrap();
-            write(
-                root,
-                &format!("crates/{}", relative.replacen(from, to, 1)),
-                &text.replace(from, to),
-            );
-        }
-    }
-    let number = |name: &str| name[1..3].trim_start_matches('0').to_string();
-    edit(
-        root,
-        &format!("crates/{to}/Cargo.toml"),
-        &format!("Lesson {}:", number(from)),
-        &format!("Lesson {}:", number(to)),
-    );
 }
 
 /// The fixture's two lessons and three more copied from the second, each

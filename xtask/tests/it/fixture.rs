@@ -484,7 +484,7 @@ fn with_test_binaries(root: &Path) {
 /// Copies every file of `crates/{from}` to `crates/{to}`, renaming the crate
 /// in paths and contents and renumbering the description, as a new lesson
 /// is made.
-fn copy_lesson(root: &Path, from: &str, to: &str) {
+pub(crate) fn copy_lesson(root: &Path, from: &str, to: &str) {
     let number = |name: &str| name[1..3].trim_start_matches('0').to_string();
     let crates = root.join("crates");
     let mut pending = vec![crates.join(from)];
