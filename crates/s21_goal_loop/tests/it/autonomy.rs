@@ -87,18 +87,23 @@ async fn three_teammates_complete_thirty_tasks_each_once_and_never_before_their_
     };
     let mut agent = team(dir.path(), &["t1", "t2", "t3"], 30, fast);
     let mut history = Vec::new();
-    support::turn(&mut agent, &mut history, "go")
-        .await
-        .0
-        .unwrap();
+    let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
+    outcome.unwrap();
 
-    // The board's own reports, in the order they happened, taken as they
-    // come: the queue keeps only the newest notices, and a loaded machine
-    // gives the teammates time for many scans (and their notices) while
-    // they wait on dependencies. A teammate reports a completion just after
-    // writing it, so the files may say "completed" before the last report
-    // is out: wait for both.
-    let mut reports: Vec<String> = Vec::new();
+    // The board's own reports, in the order they happened. Those made while
+    // the lead's turn still ran went to its observer (on a loaded machine
+    // the teammates may claim and finish several tasks by then); the rest
+    // are taken from the queue as they come: it keeps only the newest
+    // notices, and a loaded machine gives the teammates time for many scans
+    // (and their notices) while they wait on dependencies. A teammate
+    // reports a completion just after writing it, so the files may say
+    // "completed" before the last report is out: wait for both.
+    let mut reports: Vec<String> = recorder
+        .notices
+        .into_iter()
+        .filter(|notice| notice.tag == "tasks")
+        .map(|notice| notice.text)
+        .collect();
     let done = tokio::time::timeout(DEADLINE, async {
         loop {
             reports.extend(
