@@ -10,7 +10,8 @@
 //!   catches the same problems);
 //! - `translation`: the state of each translated page, and `stamp` to
 //!   record that one was brought up to date with its English source;
-//! - `fork`: one lesson as a standalone Cargo project, outside the course.
+//! - `fork`: one lesson as a standalone Cargo project, outside the course;
+//!   `fork::check` builds, tests and runs one such fork (`cargo xtask fork-check`).
 //!
 //! It is a library as well as a binary so that the checks run from a test.
 

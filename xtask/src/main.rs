@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use xtask::{carry, check, diff, docs, fork, i18n, lessons, repo_root};
 
@@ -75,6 +75,17 @@ enum Task {
         /// dependency it lacks.
         #[arg(long)]
         offline: bool,
+    },
+    /// Fork a lesson under a new name and prove the fork works: `cargo test
+    /// --offline --locked` in it (building into this workspace's target
+    /// directory, so the dependencies built here are reused), its demo run,
+    /// its lock unchanged. CI runs it after `cargo test`.
+    ForkCheck {
+        /// The lesson (default: the newest).
+        lesson: Option<String>,
+        /// The crate's name in the fork.
+        #[arg(long, default_value = "my_agent")]
+        name: String,
     },
 }
 
@@ -205,6 +216,27 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 forked.name
             );
             eprintln!("  cd {} && cargo run", forked.dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::ForkCheck { lesson, name } => {
+            let all = lessons::discover(&root)?;
+            let lesson = match &lesson {
+                Some(lesson) => lessons::find(&all, lesson)?,
+                None => all.last().context("the course has no lessons")?,
+            };
+            // The workspace's target directory, wherever the user keeps it.
+            // The fork's cargo runs elsewhere, so a relative path is made whole.
+            let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| root.join("target"), PathBuf::from);
+            let target_dir = std::path::absolute(target_dir)?;
+            eprintln!("forking {lesson} as {name} and testing it offline…");
+            let checked = fork::check::check(&root, lesson, &name, &target_dir)?;
+            eprintln!(
+                "the fork of {lesson} as {name} built, passed its tests and played its demo \
+                 ({}); built in {}",
+                checked.demo_reply.join(" · "),
+                checked.dir.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -28,6 +28,7 @@
 //! npm packages never come along: the README says how to install them.
 
 pub mod carried;
+pub mod check;
 pub mod inherit;
 pub mod lockfile;
 

@@ -1,33 +1,15 @@
 //! `cargo xtask fork`: every lesson forks into a tree that refers to nothing
 //! outside itself and whose trimmed lock resolves, offline and `--locked`,
-//! to the packages its manifests ask for; the newest lesson, forked
-//! under a new name, builds, passes its own tests and runs its demo there;
-//! a new name reaches every place that names the crate; unknown lessons,
-//! bad names and occupied or in-repository destinations are refused.
+//! to the packages its manifests ask for; a new name reaches every place
+//! that names the crate; unknown lessons, bad names and occupied or
+//! in-repository destinations are refused.
 //!
-//! One fork is built, not several: what a build costs is almost all
-//! dependency builds, and every lesson turns on its own set of features
-//! of the dependencies, so each fork built would compile most of them
-//! again (minutes each on CI's two cores). The newest lesson is the one
-//! built because it holds every mechanism: the course's MCP server as a
-//! member, its npm manifest, the skills and the settings example, the
-//! most dependencies; and it is built under a new name, so the rename is
-//! proven to compile too. For every lesson, `cargo fetch --offline
-//! --locked` proves what a build would first need: the manifests are valid
-//! on their own and the trimmed lock is complete.
-//!
-//! The fork builds in a target directory of its own under
-//! `target/tmp/fork-tests` (Cargo's scratch directory for integration
-//! tests, in whichever target directory this test was built in). Not the
-//! workspace's `target/` itself: this test runs inside a `cargo test` that
-//! holds that directory's build lock while it compiles (cargo 1.95 lets go
-//! of it before it runs the tests, but nothing promises that), and the
-//! fork's dependencies are resolved with other features than the
-//! workspace's, so little could be shared anyway. The fork is written to a
-//! temporary directory, as a user would, then synced into
-//! `fork-tests/NAME` file by file, rewriting only what changed: cargo
-//! decides what to rebuild by modification times, so a second run compiles
-//! nothing.
+//! Nothing here builds a fork. `cargo fetch --offline --locked` proves, for
+//! every lesson, what a build would first need: the manifests are valid on
+//! their own and the trimmed lock is complete. That the newest lesson's
+//! fork builds, passes its own tests and runs its demo is proven by `cargo
+//! xtask fork-check`, which CI runs after `cargo test` (see
+//! `xtask/src/fork/check.rs` for why that is a command and not a test).
 
 // The helpers below are test code too: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -339,25 +321,12 @@ fn unknown_lessons_bad_names_and_occupied_or_inner_destinations_are_refused() {
     assert!(dest.join("crates/s01_agent_loop/Cargo.toml").is_file());
 }
 
-/// Where the heavy test keeps its forks and their build (see the module
-/// header).
-fn fork_tests() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("fork-tests")
-}
-
-/// Where the heavy test's fork builds.
-fn fork_target() -> PathBuf {
-    fork_tests().join("target")
-}
-
-/// `cargo ARGS` in `dir`, offline and `--locked`, building into the forks'
-/// own target directory; panics with cargo's output if it fails.
+/// `cargo ARGS` in `dir`; panics with cargo's output if it fails.
 fn cargo(dir: &Path, args: &[&str]) -> Output {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
         .args(args)
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", fork_target())
         // What the outer cargo exported for this test must not steer the
         // inner one.
         .env_remove("CARGO_MANIFEST_DIR")
@@ -375,133 +344,56 @@ fn cargo(dir: &Path, args: &[&str]) -> Output {
     output
 }
 
-/// Gives the fork the npm packages its tests connect to, as a user would
-/// after `npm ci`: a copy of those the course has installed, if it has
-/// (CI runs `npm ci` before the tests; without them the tests skip).
-/// The fork command itself never copies `node_modules`.
-fn install_npm_packages(fork: &Path) {
-    for file in lessons::all_files(fork).unwrap() {
-        if file.file_name().is_none_or(|name| name != "package.json") {
-            continue;
-        }
-        let dir = file.parent().unwrap().strip_prefix(fork).unwrap();
-        let installed = root().join(dir).join("node_modules");
-        if !installed.is_dir() {
-            continue;
-        }
-        for from in lessons::all_files(&installed).unwrap() {
-            let to = fork
-                .join(dir)
-                .join("node_modules")
-                .join(from.strip_prefix(&installed).unwrap());
-            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-            std::fs::copy(&from, &to).unwrap();
-        }
-    }
-}
-/// Makes `to` hold exactly the files of `from`, writing only those whose
-/// bytes differ (see the module header).
-fn sync(from: &Path, to: &Path) {
-    let wanted: Vec<PathBuf> = lessons::all_files(from)
-        .unwrap()
-        .iter()
-        .map(|file| file.strip_prefix(from).unwrap().to_path_buf())
-        .collect();
-    for old in lessons::all_files(to).unwrap() {
-        if !wanted.contains(&old.strip_prefix(to).unwrap().to_path_buf()) {
-            std::fs::remove_file(old).unwrap();
-        }
-    }
-    for relative in wanted {
-        let bytes = std::fs::read(from.join(&relative)).unwrap();
-        let target = to.join(&relative);
-        if std::fs::read(&target).ok().as_ref() != Some(&bytes) {
-            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-            std::fs::write(target, bytes).unwrap();
-        }
-    }
-}
-
-/// What the terminal must show of a lesson's first scripted reply: the
-/// start of its text and `> NAME` for its first tool call, if any.
-fn first_demo_reply(lesson_dir: &Path) -> Vec<String> {
-    let script: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(lesson_dir.join("demo.json")).unwrap())
-            .unwrap();
-    let first = &script["replies"][0];
-    let mut expected = Vec::new();
-    if let Some(text) = first["text"].as_str().filter(|text| !text.is_empty()) {
-        expected.push(
-            text.lines()
-                .next()
-                .unwrap_or(text)
-                .chars()
-                .take(40)
-                .collect(),
-        );
-    }
-    if let Some(name) = first["tool_calls"][0]["name"].as_str() {
-        expected.push(format!("> {name}"));
-    }
-    expected
+#[test]
+fn a_demo_scripts_first_reply_is_what_the_fork_check_looks_for() {
+    let newest = lessons().last().unwrap().dir.join("demo.json");
+    let expected =
+        fork::check::first_demo_reply(&std::fs::read_to_string(newest).unwrap()).unwrap();
+    assert!(!expected.is_empty());
+    let script = r#"{"replies": [{"text": "Let me look around.\nMore.", "tool_calls": [{"name": "bash", "input": {}}]}]}"#;
+    assert_eq!(
+        fork::check::first_demo_reply(script).unwrap(),
+        ["Let me look around.", "> bash"]
+    );
+    assert!(fork::check::first_demo_reply(r#"{"replies": [{"text": ""}]}"#).is_err());
 }
 
 #[test]
-fn the_newest_lesson_forked_under_a_new_name_builds_tests_and_runs_on_its_own() {
-    let all = lessons();
-    let newest = all.last().unwrap().name.clone();
-    for (lesson, name) in [(newest.as_str(), Some("my_agent"))] {
-        let (temp, fresh) = forked(lesson, name);
-        let problems = references_outside(&fresh);
-        assert!(problems.is_empty(), "{lesson}: {problems:#?}");
-        install_npm_packages(&fresh);
-        let crate_name = name.map_or_else(
-            || lessons::find(&all, lesson).unwrap().name.clone(),
-            str::to_string,
-        );
-        let fork = fork_tests().join(&crate_name);
-        sync(&fresh, &fork);
-        let lock_before = std::fs::read_to_string(fork.join("Cargo.lock")).unwrap();
-
-        // One build per fork: `cargo test` builds the binary too, for the
-        // tests that run it. A separate `cargo build` or `cargo run` would
-        // build most dependencies a second time, with the features of a
-        // normal build (the tests' dev-dependencies turn on more, tokio's
-        // test-util and shared's testing among them).
-        cargo(&fork, &["test", "--offline", "--locked"]);
-
-        let workdir = temp.path().join("play");
-        std::fs::create_dir(&workdir).unwrap();
-        let output = Command::new(fork_target().join("debug").join(&crate_name))
-            .args(["--demo", "--workdir"])
-            .arg(&workdir)
-            .args(["-p", "show me what you can do"])
-            // As the fork's user would start it, not from inside this test's
-            // cargo (lesson 18's demo looks for the course's MCP server
-            // through CARGO_MANIFEST_DIR).
-            .env_remove("CARGO_MANIFEST_DIR")
-            .stdin(std::process::Stdio::null())
-            .output()
+fn sync_rewrites_only_what_changed_and_removes_what_is_gone() {
+    let from = tempfile::tempdir().unwrap();
+    let to = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(from.path().join("a")).unwrap();
+    std::fs::write(from.path().join("a/same.txt"), "same").unwrap();
+    std::fs::write(from.path().join("changed.txt"), "new").unwrap();
+    std::fs::create_dir_all(to.path().join("a")).unwrap();
+    std::fs::write(to.path().join("a/same.txt"), "same").unwrap();
+    std::fs::write(to.path().join("changed.txt"), "old").unwrap();
+    std::fs::write(to.path().join("gone.txt"), "gone").unwrap();
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+    for file in ["a/same.txt", "changed.txt"] {
+        std::fs::File::options()
+            .write(true)
+            .open(to.path().join(file))
+            .unwrap()
+            .set_modified(old)
             .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "{lesson}: the demo failed:\n{stdout}\n{}",
-            stderr(&output)
-        );
-        // The fork's own demo script played: its first reply is on standard
-        // output, with the echo of its first tool call if it makes one.
-        for expected in first_demo_reply(&fork.join(fork::LESSON_PARENT).join(&crate_name)) {
-            assert!(
-                stdout.contains(&expected),
-                "{lesson}: the demo's first reply is missing ({expected:?}):\n{stdout}"
-            );
-        }
-
-        assert_eq!(
-            std::fs::read_to_string(fork.join("Cargo.lock")).unwrap(),
-            lock_before,
-            "{lesson}: cargo rewrote the trimmed lock"
-        );
     }
+    fork::check::sync(from.path(), to.path()).unwrap();
+    let modified = |file: &str| {
+        std::fs::metadata(to.path().join(file))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    assert_eq!(
+        modified("a/same.txt"),
+        old,
+        "an unchanged file was rewritten"
+    );
+    assert_ne!(modified("changed.txt"), old);
+    assert_eq!(
+        std::fs::read_to_string(to.path().join("changed.txt")).unwrap(),
+        "new"
+    );
+    assert!(!to.path().join("gone.txt").exists());
 }
