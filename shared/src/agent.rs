@@ -16,6 +16,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::error::ApiError;
 use crate::history::push_user;
@@ -160,7 +161,9 @@ impl<H: Hooks> Agent<H> {
             PromptCheck::Block(reason) => return Err(TurnError::PromptBlocked(reason)),
         };
         push_user(history, vec![ContentBlock::text(prompt)]);
-        self.rounds(history, &relay, cancel).await
+        self.rounds(history, &relay, cancel)
+            .instrument(tracing::info_span!("turn"))
+            .await
     }
     // ANCHOR_END: run_turn
 
@@ -188,7 +191,9 @@ impl<H: Hooks> Agent<H> {
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, TurnError> {
         let relay = Relay::new(observer, self.notices.clone());
-        self.rounds(history, &relay, cancel).await
+        self.rounds(history, &relay, cancel)
+            .instrument(tracing::info_span!("turn"))
+            .await
     }
 
     async fn rounds(
@@ -206,10 +211,16 @@ impl<H: Hooks> Agent<H> {
             }
             rounds += 1;
 
+            // `RUST_LOG=debug` shows each turn, model call and tool call as
+            // a span, so a session's trace reads like its transcript.
+            let span = tracing::debug_span!("model_call", round = rounds);
             let reply = tokio::select! {
-                reply = self.call_model(history, relay) => reply?,
+                reply = self.call_model(history, relay).instrument(span.clone()) => reply?,
                 () = cancel.cancelled() => return Err(TurnError::Cancelled),
             };
+            span.in_scope(|| {
+                tracing::debug!(stop_reason = ?reply.stop_reason, output_tokens = reply.usage.output_tokens, "reply")
+            });
             relay.event(Event::ReplyDone);
             usage.add(&reply.usage);
             let stop_reason = reply.stop_reason;
@@ -294,6 +305,7 @@ impl<H: Hooks> Agent<H> {
         let mut results = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
             relay.event(Event::ToolCall(call));
+            let span = tracing::debug_span!("tool_call", tool = %call.name, id = %call.id);
             let output = if truncated && index + 1 == calls.len() {
                 // The reply was cut off while the model was still writing
                 // this call, so its input is incomplete: do not run it.
@@ -305,10 +317,17 @@ impl<H: Hooks> Agent<H> {
                 ToolOutput::error("Not run: the user cancelled the turn.")
             } else {
                 tokio::select! {
-                    output = relay.around(self.hooks.run_tool(call)) => output,
+                    output = relay.around(self.hooks.run_tool(call)).instrument(span.clone()) => output,
                     () = cancel.cancelled() => ToolOutput::error("Interrupted: the user cancelled the turn while this tool was running."),
                 }
             };
+            span.in_scope(|| {
+                tracing::debug!(
+                    is_error = output.is_error,
+                    bytes = output.text.len(),
+                    "result"
+                )
+            });
             let result = ToolResult {
                 is_error: output.is_error,
                 ..ToolResult::ok(call.id.clone(), output.text)

@@ -450,3 +450,62 @@ async fn the_outcome_adds_up_the_usage_of_the_turn_s_calls() {
         .unwrap();
     assert_eq!(outcome.usage.cache_read_input_tokens, None);
 }
+
+/// Where the test's subscriber writes, to read the trace back.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn a_debug_trace_shows_the_turn_its_model_calls_and_its_tool_calls_as_spans() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .finish();
+    // The test runs on one thread, so the default holds for the whole turn.
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let (mut agent, _) = agent(vec![
+        Reply::tool("echo", json!({"text": "a"})),
+        Reply::text("done"),
+    ]);
+    let mut history = Vec::new();
+    agent
+        .run_turn(&mut history, "go", &mut Silent, &CancellationToken::new())
+        .await
+        .unwrap();
+
+    let trace = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = trace.lines().collect();
+    let position = |needle: &str| {
+        lines
+            .iter()
+            .position(|line| line.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in the trace:\n{trace}"))
+    };
+    let first_reply = position("turn:model_call{round=1}: ");
+    let tool = position("turn:tool_call{tool=echo id=");
+    let second_reply = position("turn:model_call{round=2}: ");
+    assert!(first_reply < tool && tool < second_reply, "{trace}");
+    assert!(lines[tool].contains("is_error=false"), "{trace}");
+    assert!(lines[second_reply].contains("EndTurn"), "{trace}");
+}
