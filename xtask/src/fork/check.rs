@@ -81,14 +81,22 @@ pub fn check(root: &Path, lesson: &Lesson, name: &str, target_dir: &Path) -> Res
 fn cargo(dir: &Path, target_dir: &Path) -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
-    command
-        .current_dir(dir)
-        .env("CARGO_TARGET_DIR", target_dir)
-        .env_remove("CARGO_MANIFEST_DIR")
-        .env_remove("CARGO_MANIFEST_PATH")
-        .env_remove("CARGO_PRIMARY_PACKAGE")
-        .env_remove("CARGO_PKG_NAME")
-        .env_remove("RUSTC_WRAPPER");
+    command.current_dir(dir).env("CARGO_TARGET_DIR", target_dir);
+    // `cargo run` hands xtask the variables of the package it ran
+    // (CARGO_PKG_NAME, CARGO_MANIFEST_DIR, …). Build scripts watch some of
+    // them (ring's runs again when CARGO_PKG_NAME changes), so passing them
+    // on would rebuild what the workspace's build left fresh, and with it
+    // every crate above.
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy();
+        let from_cargo_run = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_", "CARGO_BIN_"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+            || ["CARGO_PRIMARY_PACKAGE", "OUT_DIR", "RUSTC_WRAPPER"].contains(&name.as_ref());
+        if from_cargo_run {
+            command.env_remove(&key);
+        }
+    }
     command
 }
 
