@@ -79,6 +79,10 @@
 //!     number of methods, and "N new tools" is the number of tools lesson N
 //!     offers that lesson N-1 did not (by their snapshots, see rule 1); see
 //!     [`crate::claims`].
+//! 14. Terms: in every translation, no hand-written page uses, outside code
+//!     spans and code blocks, a variant its glossary forbids (the table
+//!     under `{#forbidden}`, see [`crate::terms`]); each use is reported
+//!     with its line and what to write instead.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -95,6 +99,7 @@ use crate::manifest::Manifest;
 use crate::markdown::{self, Selector};
 use crate::pages::{self, BOOK_SRC};
 use crate::shell::{self, Cargo};
+use crate::terms;
 use crate::tools;
 
 /// One thing wrong, with where and what to do about it.
@@ -165,6 +170,8 @@ pub fn run(root: &Path) -> Result<Vec<Problem>> {
     new_dependencies(root, &lessons, &manifests, &mut problems);
     code_map(root, &mut problems)?;
     counts(root, &lessons, &mut problems)?;
+    // Rule 14.
+    problems.extend(terms::problems(root, &editions)?);
     Ok(problems)
 }
 

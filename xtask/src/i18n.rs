@@ -246,7 +246,7 @@ pub const EN: Phrases = Phrases {
 
 pub const ZH: Phrases = Phrases {
     summary: "目录",
-    introduction: "简介",
+    introduction: "引言",
     lessons: "课程一览",
     what_changed: "改动了什么",
     lessons_title: "课程一览 {#lessons}",

@@ -29,6 +29,7 @@ pub mod markdown;
 pub mod pages;
 pub mod rust_items;
 pub mod shell;
+pub mod terms;
 pub mod tools;
 
 use std::path::PathBuf;

@@ -369,3 +369,60 @@ fn a_changed_translated_title_makes_the_generated_pages_stale() {
     assert!(read(root, "docs/zh/SUMMARY.md").contains("- [1. 头一课](s01_first.md)"));
     assert_eq!(problems(root), Vec::<String>::new());
 }
+
+#[test]
+fn a_variant_the_glossary_forbids_is_reported_with_its_line_and_replacement() {
+    let dir = translated();
+    let root = dir.path();
+    edit(
+        root,
+        "docs/zh/glossary.md",
+        "| lesson | 课 |\n",
+        "| lesson | 课 |\n\n## 不使用的写法 {#forbidden}\n\n| 不用 | 改用 | 原因 |\n| --- | --- | --- |\n\
+         | `简介` | `引言` | 本书统一 |\n| `向后复制` | `逐课复制` | 读者看不懂 |\n",
+    );
+    // Code shows what the program prints: a variant in a code span is not
+    // a use (nor in a code block; `terms`' unit tests show that, since a
+    // code block here would have to be in the English page too).
+    edit(
+        root,
+        "docs/zh/s02_second.md",
+        "参见",
+        "`简介` 和 ``向后复制`` 都是代码。\n\n简介里向后复制，又是简介。\n\n参见",
+    );
+    assert_eq!(
+        problems(root),
+        [
+            "docs/zh/introduction.md:3: 简介 (use 引言: 本书统一)",
+            "docs/zh/s02_second.md:14: 简介 (use 引言: 本书统一)",
+            "docs/zh/s02_second.md:14: 简介 (use 引言: 本书统一)",
+            "docs/zh/s02_second.md:14: 向后复制 (use 逐课复制: 读者看不懂)",
+        ]
+    );
+    // With the words the glossary asks for, the edition passes again.
+    edit(root, "docs/zh/introduction.md", "# 简介", "# 引言");
+    edit(
+        root,
+        "docs/zh/s02_second.md",
+        "简介里向后复制，又是简介。",
+        "引言里逐课复制，又是引言。",
+    );
+    xtask::docs::generate(root).unwrap();
+    assert_eq!(problems(root), Vec::<String>::new());
+}
+
+#[test]
+fn a_glossary_without_the_forbidden_section_forbids_nothing() {
+    let dir = translated();
+    let root = dir.path();
+    // The fixture's introduction is titled 简介, and its glossary has only
+    // a terms table: nothing to report.
+    assert!(read(root, "docs/zh/introduction.md").contains("简介"));
+    edit(
+        root,
+        "docs/zh/glossary.md",
+        "| lesson | 课 |\n",
+        "| lesson | 课 |\n| `简介` | `引言` | 本书统一 |\n",
+    );
+    assert_eq!(problems(root), Vec::<String>::new());
+}
