@@ -239,7 +239,7 @@ impl Settings {
                     server
                         .clone()
                         .check()
-                        .map_err(|why| invalid(format!("mcp_servers.{name}"), why))?;
+                        .map_err(|why| invalid(format!("mcp_servers.{name}"), why.to_string()))?;
                 }
                 raw.mcp_servers
             },
