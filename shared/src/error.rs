@@ -8,6 +8,9 @@
 //!
 //! No variant ever holds a request header, so the API key cannot leak into an
 //! error message.
+//!
+//! Choosing the provider in the first place can fail too, before any
+//! request: [`SelectModelError`] says why.
 
 use std::time::Duration;
 
@@ -57,6 +60,31 @@ pub enum ApiError {
     #[error("{0}")]
     ScriptExhausted(String),
 }
+
+/// Why no model could be chosen from the flags and environment
+/// ([`crate::model::config::select_model`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SelectModelError {
+    /// The lesson's embedded demo script does not parse.
+    #[error("the lesson's demo script is invalid: {0}")]
+    DemoScript(serde_json::Error),
+    /// Anthropic was chosen, but no key or token is set.
+    #[error("the anthropic provider needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN")]
+    MissingAnthropicCredentials,
+    /// The OpenAI-compatible client was chosen, but no URL is set.
+    #[error(
+        "the openai provider needs OPENAI_BASE_URL (for example http://localhost:11434/v1 for Ollama)"
+    )]
+    MissingOpenAiBaseUrl,
+    /// The client could not be built.
+    #[error(transparent)]
+    Client(#[from] ApiError),
+}
+
+/// `--provider` names no provider this course speaks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown provider `{0}`: use anthropic, openai or demo")]
+pub struct UnknownProvider(pub String);
 
 /// The shortest credential [`ApiError::redact`] scrubs out.
 pub const MIN_REDACTED_LEN: usize = 8;

@@ -10,6 +10,40 @@ use std::collections::HashSet;
 
 use crate::protocol::{ContentBlock, Message, Role};
 
+/// The first rule a history breaks, naming the message that breaks it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HistoryError {
+    /// The first message is not the user's.
+    #[error("message 0: the history must start with a user message")]
+    StartsWithAssistant,
+    /// Messages `index` and `index + 1` have the same role.
+    #[error("messages {index} and {}: two {role:?} messages in a row", .index + 1)]
+    SameRoleTwice { index: usize, role: Role },
+    /// Message `index` holds no blocks.
+    #[error("message {index}: empty content")]
+    EmptyContent { index: usize },
+    /// Assistant message `index` ends the history with calls unanswered.
+    #[error("message {index}: tool calls {calls:?} have no results")]
+    Unanswered { index: usize, calls: Vec<String> },
+    /// The message after assistant message `index` does not answer its
+    /// calls one to one and in order.
+    #[error(
+        "message {}: results {answers:?} do not answer the calls {calls:?} of message {index} one to one and in order",
+        .index + 1
+    )]
+    Mismatched {
+        index: usize,
+        calls: Vec<String>,
+        answers: Vec<String>,
+    },
+    /// A `tool_result` of user message `index` follows other content.
+    #[error("message {index}: a tool_result comes after other content")]
+    ResultAfterContent { index: usize },
+    /// A `tool_result` of user message `index` answers no call.
+    #[error("message {index}: tool_result {id} answers no tool_use of the message before")]
+    Orphan { index: usize, id: String },
+}
+
 /// Appends user content. If the history already ends with a user message
 /// (a turn that failed or was cancelled after its results were stored), the
 /// new blocks join that message, after what it holds, so results stay first.
@@ -24,24 +58,23 @@ pub fn push_user(history: &mut Vec<Message>, blocks: Vec<ContentBlock>) {
 }
 
 /// Checks the pairing rules; the error names the first broken message.
-pub fn validate(history: &[Message]) -> Result<(), String> {
+pub fn validate(history: &[Message]) -> Result<(), HistoryError> {
     if let Some(first) = history.first()
         && first.role != Role::User
     {
-        return Err("message 0: the history must start with a user message".into());
+        return Err(HistoryError::StartsWithAssistant);
     }
     for (index, pair) in history.windows(2).enumerate() {
         if pair[0].role == pair[1].role {
-            return Err(format!(
-                "messages {index} and {}: two {:?} messages in a row",
-                index + 1,
-                pair[0].role
-            ));
+            return Err(HistoryError::SameRoleTwice {
+                index,
+                role: pair[0].role,
+            });
         }
     }
     for (index, message) in history.iter().enumerate() {
         if message.content.is_empty() {
-            return Err(format!("message {index}: empty content"));
+            return Err(HistoryError::EmptyContent { index });
         }
         match message.role {
             Role::Assistant => check_answered(history, index)?,
@@ -54,7 +87,7 @@ pub fn validate(history: &[Message]) -> Result<(), String> {
 /// Every `tool_use` of assistant message `index` is answered once, in
 /// order, by the next message. A trailing assistant message with calls is
 /// allowed only while its round is still running, so it is an error here.
-fn check_answered(history: &[Message], index: usize) -> Result<(), String> {
+fn check_answered(history: &[Message], index: usize) -> Result<(), HistoryError> {
     let calls: Vec<&str> = history[index]
         .tool_uses()
         .map(|call| call.id.as_str())
@@ -63,31 +96,31 @@ fn check_answered(history: &[Message], index: usize) -> Result<(), String> {
         return Ok(());
     }
     let Some(next) = history.get(index + 1) else {
-        return Err(format!(
-            "message {index}: tool calls {calls:?} have no results"
-        ));
+        return Err(HistoryError::Unanswered {
+            index,
+            calls: owned(&calls),
+        });
     };
     let answers: Vec<&str> = next.tool_result_ids().collect();
     if answers != calls {
-        return Err(format!(
-            "message {}: results {answers:?} do not answer the calls {calls:?} of message {index} one to one and in order",
-            index + 1
-        ));
+        return Err(HistoryError::Mismatched {
+            index,
+            calls: owned(&calls),
+            answers: owned(&answers),
+        });
     }
     Ok(())
 }
 
 /// A user message's `tool_result` blocks come first and answer calls of the
 /// assistant message just before it.
-fn check_results_lead(history: &[Message], index: usize) -> Result<(), String> {
+fn check_results_lead(history: &[Message], index: usize) -> Result<(), HistoryError> {
     let message = &history[index];
     let mut seen_other = false;
     for block in &message.content {
         match block {
             ContentBlock::ToolResult(_) if seen_other => {
-                return Err(format!(
-                    "message {index}: a tool_result comes after other content"
-                ));
+                return Err(HistoryError::ResultAfterContent { index });
             }
             ContentBlock::ToolResult(_) => {}
             _ => seen_other = true,
@@ -102,11 +135,17 @@ fn check_results_lead(history: &[Message], index: usize) -> Result<(), String> {
         None => HashSet::new(),
     };
     match results.iter().find(|id| !calls.contains(*id)) {
-        Some(orphan) => Err(format!(
-            "message {index}: tool_result {orphan} answers no tool_use of the message before"
-        )),
+        Some(orphan) => Err(HistoryError::Orphan {
+            index,
+            id: orphan.to_string(),
+        }),
         None => Ok(()),
     }
+}
+
+/// The ids an error keeps: it outlives the history it was found in.
+fn owned(ids: &[&str]) -> Vec<String> {
+    ids.iter().map(|id| id.to_string()).collect()
 }
 
 #[cfg(test)]
@@ -168,14 +207,19 @@ mod tests {
             Message::assistant_text("hi"),
             msg(Role::User, vec![result("zzz")]),
         ];
-        assert!(validate(&orphan).unwrap_err().contains("zzz"));
+        assert!(validate(&orphan).unwrap_err().to_string().contains("zzz"));
 
         let late = vec![
             Message::user_text("go"),
             msg(Role::Assistant, vec![call("a")]),
             msg(Role::User, vec![ContentBlock::text("first"), result("a")]),
         ];
-        assert!(validate(&late).unwrap_err().contains("after other content"));
+        assert!(
+            validate(&late)
+                .unwrap_err()
+                .to_string()
+                .contains("after other content")
+        );
     }
 
     #[test]

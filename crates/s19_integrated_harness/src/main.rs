@@ -53,11 +53,13 @@ struct Args {
 
 /// `--pretend-now`: a time with its zone, or an instant shown in the
 /// system's zone.
-fn parse_start(text: &str) -> Result<ZonedDateTime, String> {
+fn parse_start(text: &str) -> anyhow::Result<ZonedDateTime> {
     text.parse::<ZonedDateTime>().or_else(|zoned_error| {
         text.parse::<Timestamp>()
             .map(|instant| instant.to_zoned_datetime(TimeZone::system()))
-            .map_err(|_| format!("not a time with a zone or an RFC 3339 time: {zoned_error}"))
+            .map_err(|_| {
+                anyhow::anyhow!("not a time with a zone or an RFC 3339 time: {zoned_error}")
+            })
     })
 }
 // ANCHOR_END: args

@@ -360,7 +360,7 @@ impl LessonHooks {
             workflows: self.workflows.running(),
             cron_jobs: self.cron.list().len(),
             tasks: shared.board.list(),
-            worktrees: shared.worktrees.list().map_err(|error| error.to_string()),
+            worktrees: shared.worktrees.list().map_err(std::sync::Arc::new),
             mcp: self.mcp.status(),
         }
     }

@@ -11,6 +11,7 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
 use shared::text::plural;
 
@@ -20,7 +21,7 @@ use crate::settings::Settings;
 use crate::settings::command_hooks::HookEvent;
 use crate::tasks::{Status as TaskStatus, Task};
 use crate::team::{Autonomy, Member};
-use crate::worktrees::Worktree;
+use crate::worktrees::{Worktree, WorktreeError};
 
 /// Every command, with what it shows.
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -85,7 +86,8 @@ pub struct StatusView {
     pub cron_jobs: usize,
     pub tasks: Vec<Task>,
     /// `Err`: the worktrees could not be listed (no git repository, say).
-    pub worktrees: Result<Vec<Worktree>, String>,
+    /// Shared, so that the view stays `Clone`.
+    pub worktrees: Result<Vec<Worktree>, Arc<WorktreeError>>,
     /// Lesson 18's account of the MCP servers: each configured one, and
     /// whether it is connected.
     pub mcp: String,

@@ -118,8 +118,7 @@ where
     H: Hooks,
     F: FnOnce(Setup) -> anyhow::Result<Agent<H>>,
 {
-    let selected = select_model(&args.model_choice(), &from_env, lesson.demo_script)
-        .map_err(anyhow::Error::msg)?;
+    let selected = select_model(&args.model_choice(), &from_env, lesson.demo_script)?;
     if let Some(notice) = &selected.notice {
         eprintln!("{notice}");
     }

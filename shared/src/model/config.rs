@@ -21,6 +21,7 @@ use super::anthropic::{AnthropicClient, AnthropicConfig};
 use super::openai::{OpenAiClient, OpenAiConfig};
 use super::scripted::{Script, ScriptedModel};
 pub use super::transport::{Secret, Timeouts};
+use crate::error::{SelectModelError, UnknownProvider};
 
 /// The model used when neither `--model` nor `MODEL_ID` names one.
 pub const DEFAULT_MODEL_ID: &str = "claude-sonnet-4-5";
@@ -37,16 +38,14 @@ pub enum ProviderKind {
 }
 
 impl FromStr for ProviderKind {
-    type Err = String;
+    type Err = UnknownProvider;
 
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         match value.to_ascii_lowercase().as_str() {
             "anthropic" | "claude" => Ok(Self::Anthropic),
             "openai" | "openai-compatible" | "ollama" | "vllm" => Ok(Self::OpenAi),
             "demo" => Ok(Self::Demo),
-            other => Err(format!(
-                "unknown provider `{other}`: use anthropic, openai or demo"
-            )),
+            other => Err(UnknownProvider(other.to_string())),
         }
     }
 }
@@ -89,7 +88,7 @@ pub fn select_model(
     choice: &ModelChoice,
     env: &dyn Fn(&str) -> Option<String>,
     demo_script: &str,
-) -> Result<SelectedModel, String> {
+) -> Result<SelectedModel, SelectModelError> {
     let var = |name: &str| env(name).filter(|value| !value.trim().is_empty());
     let has_anthropic = var("ANTHROPIC_API_KEY").is_some() || var("ANTHROPIC_AUTH_TOKEN").is_some();
     let kind = if choice.demo {
@@ -111,8 +110,7 @@ pub fn select_model(
 
     match kind {
         ProviderKind::Demo => {
-            let script = Script::from_json(demo_script)
-                .map_err(|error| format!("the lesson's demo script is invalid: {error}"))?;
+            let script = Script::from_json(demo_script).map_err(SelectModelError::DemoScript)?;
             let notice = if choice.demo {
                 "[demo model] Running the scripted demo (--demo): real tools, scripted model."
                     .to_string()
@@ -129,9 +127,7 @@ pub fn select_model(
             let api_key = var("ANTHROPIC_API_KEY").map(Secret::new);
             let auth_token = var("ANTHROPIC_AUTH_TOKEN").map(Secret::new);
             if api_key.is_none() && auth_token.is_none() {
-                return Err(
-                    "the anthropic provider needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN".into(),
-                );
+                return Err(SelectModelError::MissingAnthropicCredentials);
             }
             let config = AnthropicConfig {
                 base_url: var("ANTHROPIC_BASE_URL")
@@ -140,7 +136,7 @@ pub fn select_model(
                 auth_token,
                 ..AnthropicConfig::default()
             };
-            let client = AnthropicClient::new(config).map_err(|error| error.to_string())?;
+            let client = AnthropicClient::new(config)?;
             Ok(SelectedModel {
                 model: Arc::new(client),
                 model_id,
@@ -148,16 +144,13 @@ pub fn select_model(
             })
         }
         ProviderKind::OpenAi => {
-            let base_url = var("OPENAI_BASE_URL").ok_or_else(|| {
-                "the openai provider needs OPENAI_BASE_URL (for example http://localhost:11434/v1 for Ollama)"
-                    .to_string()
-            })?;
+            let base_url = var("OPENAI_BASE_URL").ok_or(SelectModelError::MissingOpenAiBaseUrl)?;
             let config = OpenAiConfig {
                 base_url,
                 api_key: var("OPENAI_API_KEY").map(Secret::new),
                 ..OpenAiConfig::default()
             };
-            let client = OpenAiClient::new(config).map_err(|error| error.to_string())?;
+            let client = OpenAiClient::new(config)?;
             Ok(SelectedModel {
                 model: Arc::new(client),
                 model_id,
@@ -227,7 +220,11 @@ mod tests {
             ..ModelChoice::default()
         };
         let error = select_model(&choice, &env(&[]), SCRIPT).unwrap_err();
-        assert!(error.contains("ANTHROPIC_API_KEY"), "{error}");
+        assert!(
+            matches!(error, SelectModelError::MissingAnthropicCredentials),
+            "{error}"
+        );
+        assert!(error.to_string().contains("ANTHROPIC_API_KEY"), "{error}");
     }
 
     #[test]

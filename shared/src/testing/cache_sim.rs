@@ -275,7 +275,7 @@ fn check_history(body: &Value) -> Result<(), InvalidRequest> {
         .transpose()
         .map_err(|error| InvalidRequest::History(error.to_string()))?
         .unwrap_or_default();
-    crate::history::validate(&messages).map_err(InvalidRequest::History)
+    crate::history::validate(&messages).map_err(|error| InvalidRequest::History(error.to_string()))
 }
 
 /// The block's JSON without its `cache_control`, and whether it had one.

@@ -17,6 +17,7 @@ use std::io;
 use serde_json::json;
 use shared::text::truncate_chars;
 
+use super::error::ConsolidateError;
 use super::extract::{memory_from_json, normalise};
 use super::file::{Memory, MemoryType, StoredMemory, slug};
 use super::side_query::{SideQuery, find_json_array};
@@ -63,16 +64,16 @@ pub fn consolidation_prompt(memories: &[StoredMemory]) -> String {
 /// store, it is all or nothing: one invalid item, two memories with the
 /// same name, an empty list or a longer list than before, and the answer is
 /// refused.
-pub fn parse_consolidated(answer: &str, before: usize) -> Result<Vec<Memory>, String> {
-    let items = find_json_array(answer).ok_or("the answer holds no JSON array")?;
+pub fn parse_consolidated(answer: &str, before: usize) -> Result<Vec<Memory>, ConsolidateError> {
+    let items = find_json_array(answer).ok_or(ConsolidateError::NoJsonArray)?;
     if items.is_empty() {
-        return Err("the answer is an empty list, which would delete every memory".into());
+        return Err(ConsolidateError::Empty);
     }
     if items.len() > before {
-        return Err(format!(
-            "the answer has {} memories, more than the {before} it was given",
-            items.len()
-        ));
+        return Err(ConsolidateError::TooMany {
+            found: items.len(),
+            before,
+        });
     }
     let memories = items
         .iter()
@@ -81,7 +82,7 @@ pub fn parse_consolidated(answer: &str, before: usize) -> Result<Vec<Memory>, St
     let mut names = HashSet::new();
     for memory in &memories {
         if !names.insert(slug(&memory.name)) {
-            return Err(format!("the answer names {} twice", memory.name));
+            return Err(ConsolidateError::DuplicateName(memory.name.clone()));
         }
     }
     Ok(memories)
@@ -237,13 +238,13 @@ pub async fn consolidate_if_due(
     let answer = side
         .ask(&consolidation_prompt(&memories), CONSOLIDATE_MAX_TOKENS)
         .await
-        .map_err(|error| error.to_string())
+        .map_err(ConsolidateError::from)
         .and_then(|text| parse_consolidated(&text, memories.len()));
     let (new, merger) = match answer {
         Ok(new) => (new, Merger::SideQuery),
         Err(reason) => (
             deterministic_merge(&memories),
-            Merger::Deterministic(reason),
+            Merger::Deterministic(reason.to_string()),
         ),
     };
     replace_all(store, &memories, &new)?;

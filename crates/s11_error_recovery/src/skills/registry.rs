@@ -109,7 +109,7 @@ impl SkillRegistry {
                 // A folder without a SKILL.md is not a skill; say nothing.
                 Ok(None) => continue,
                 Err(problem) => {
-                    warnings.push(warning(&manifest, problem));
+                    warnings.push(warning(&manifest, problem.to_string()));
                     continue;
                 }
             };
@@ -207,33 +207,41 @@ fn skill_folders(dir: &Path, warnings: &mut Vec<SkillWarning>) -> Vec<PathBuf> {
     folders
 }
 
+/// Why a skill folder was skipped; the warning shows the message.
+#[derive(Debug, thiserror::Error)]
+enum UnreadableSkill {
+    #[error("cannot read it: {0}")]
+    Read(std::io::Error),
+    #[error("it is not a regular file")]
+    NotAFile,
+    #[error("it is {0} bytes; the limit is {MAX_MANIFEST_BYTES}")]
+    TooLarge(u64),
+    #[error(transparent)]
+    Frontmatter(#[from] FrontmatterError),
+    #[error("cannot resolve its folder: {0}")]
+    Folder(std::io::Error),
+}
+
 /// Reads one skill folder. `Ok(None)`: the folder has no `SKILL.md`.
-fn read_skill(folder: &Path, manifest: &Path) -> Result<Option<Skill>, String> {
+fn read_skill(folder: &Path, manifest: &Path) -> Result<Option<Skill>, UnreadableSkill> {
     let metadata = match std::fs::metadata(manifest) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(format!("cannot read it: {error}")),
+        Err(error) => return Err(UnreadableSkill::Read(error)),
     };
     if !metadata.is_file() {
-        return Err("it is not a regular file".to_string());
+        return Err(UnreadableSkill::NotAFile);
     }
     if metadata.len() > MAX_MANIFEST_BYTES {
-        return Err(format!(
-            "it is {} bytes; the limit is {MAX_MANIFEST_BYTES}",
-            metadata.len()
-        ));
+        return Err(UnreadableSkill::TooLarge(metadata.len()));
     }
-    let text =
-        std::fs::read_to_string(manifest).map_err(|error| format!("cannot read it: {error}"))?;
+    let text = std::fs::read_to_string(manifest).map_err(UnreadableSkill::Read)?;
     let folder_name = folder
         .file_name()
         .map(|name| name.to_string_lossy())
         .unwrap_or_default();
-    let (front, body) = frontmatter::parse(&text, &folder_name)
-        .map_err(|error: FrontmatterError| error.to_string())?;
-    let dir = folder
-        .canonicalize()
-        .map_err(|error| format!("cannot resolve its folder: {error}"))?;
+    let (front, body) = frontmatter::parse(&text, &folder_name)?;
+    let dir = folder.canonicalize().map_err(UnreadableSkill::Folder)?;
     let files = list_files(&dir);
     Ok(Some(Skill {
         name: front.name,

@@ -153,9 +153,18 @@ fn create(board: &TaskBoard, input: &Value) -> ToolOutput {
     }
 }
 
+/// Why `blockedBy` is not a list of ids; the model reads the message.
+#[derive(Debug, thiserror::Error)]
+enum BadDependencies {
+    #[error("`blockedBy` must be a list of task ids")]
+    NotAList,
+    #[error("`blockedBy` holds {0}, which is not a task id")]
+    NotAnId(Value),
+}
+
 /// `blockedBy` as a list of ids. Models sometimes send the list as a JSON
 /// string (`"[\"1\"]"`) or a single id; both are understood.
-fn dependencies(value: Option<Value>) -> Result<Vec<String>, String> {
+fn dependencies(value: Option<Value>) -> Result<Vec<String>, BadDependencies> {
     let value = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::String(text)) => match serde_json::from_str::<Value>(&text) {
@@ -165,14 +174,14 @@ fn dependencies(value: Option<Value>) -> Result<Vec<String>, String> {
         Some(other) => other,
     };
     let Value::Array(items) = value else {
-        return Err("`blockedBy` must be a list of task ids".to_string());
+        return Err(BadDependencies::NotAList);
     };
     items
         .into_iter()
         .map(|item| match item {
             Value::String(id) => Ok(id.trim().to_string()),
             Value::Number(number) => Ok(number.to_string()),
-            other => Err(format!("`blockedBy` holds {other}, which is not a task id")),
+            other => Err(BadDependencies::NotAnId(other)),
         })
         .collect()
 }

@@ -82,7 +82,7 @@ impl Task {
 /// Accepts ids of 1 to [`MAX_ID_CHARS`] ASCII letters, digits, `-` and
 /// `_`: enough for any id this board makes or a person writes by hand, and
 /// nothing that can climb out of a directory (`/`, `.`, `\`).
-pub fn validate_id(id: &str) -> Result<(), String> {
+pub fn validate_id(id: &str) -> Result<(), InvalidTaskId> {
     let valid = !id.is_empty()
         && id.len() <= MAX_ID_CHARS
         && id
@@ -91,11 +91,17 @@ pub fn validate_id(id: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!(
-            "`{id}` is not a task id: ids are 1 to {MAX_ID_CHARS} letters, digits, `-` or `_`"
-        ))
+        Err(InvalidTaskId(id.to_string()))
     }
 }
+
+/// An id [`validate_id`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a task id: ids are 1 to {max} letters, digits, `-` or `_`",
+    max = MAX_ID_CHARS
+)]
+pub struct InvalidTaskId(pub String);
 // ANCHOR_END: validate_id
 
 #[cfg(test)]

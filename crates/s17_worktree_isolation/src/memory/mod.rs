@@ -20,10 +20,12 @@
 //! * [`consolidate`]: at ten files, a side query merges and prunes the
 //!   store, oldest memories first, the newer statement winning (a lossless
 //!   deterministic merge if it fails).
+//! * [`error`]: why an answer of those side queries was not used.
 //!
 //! [`MemorySystem`] ties them to the lesson's hooks.
 
 pub mod consolidate;
+pub mod error;
 pub mod extract;
 pub mod file;
 pub mod frontmatter;

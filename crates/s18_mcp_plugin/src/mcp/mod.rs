@@ -22,6 +22,7 @@
 //!
 //! * [`config`]: `.mcp.json`, loaded defensively; `${VAR}`s filled in.
 //! * [`http`]: rmcp's Streamable HTTP client on the workspace's reqwest.
+//! * [`error`]: why an entry is refused or a server cannot be connected.
 //! * [`names`]: `mcp__<server>__<tool>`, normalised, at most 64 characters,
 //!   collisions refused.
 //! * [`client`]: our side of a connection — roots, progress, logs,
@@ -37,6 +38,7 @@
 pub mod client;
 pub mod config;
 pub mod content;
+pub mod error;
 pub mod http;
 pub mod names;
 pub mod tools;
@@ -60,6 +62,7 @@ use shared::text::plural;
 
 use client::Client;
 pub use config::{CONFIG_FILE, LOG_DIR, ServerConfig, Transport};
+use error::ConnectError;
 use names::Naming;
 pub use tools::McpSync;
 
@@ -428,7 +431,7 @@ impl McpHub {
     }
 
     /// Connects to the server over its transport.
-    async fn start(&self, name: &str, config: &ServerConfig) -> Result<Connection, String> {
+    async fn start(&self, name: &str, config: &ServerConfig) -> Result<Connection, ConnectError> {
         match config.transport() {
             Transport::Stdio => self.start_stdio(name, config).await,
             Transport::Http => self.start_http(name, config).await,
@@ -438,10 +441,16 @@ impl McpHub {
     /// Spawns the server with its standard error in its log file, and
     /// connects: handshake, then every page of `tools/list`, both within
     /// the start-up timeout.
-    async fn start_stdio(&self, name: &str, config: &ServerConfig) -> Result<Connection, String> {
+    async fn start_stdio(
+        &self,
+        name: &str,
+        config: &ServerConfig,
+    ) -> Result<Connection, ConnectError> {
         let log = config::log_path(&self.inner.root, name);
-        let stderr = open_log(&log)
-            .map_err(|error| format!("cannot open its log file {}: {error}", log.display()))?;
+        let stderr = open_log(&log).map_err(|error| ConnectError::Log {
+            path: log.clone(),
+            error,
+        })?;
         let mut command = tokio::process::Command::new(self.program(&config.command));
         command
             .args(&config.args)
@@ -452,7 +461,10 @@ impl McpHub {
         let (transport, _) = TokioChildProcess::builder(command)
             .stderr(stderr)
             .spawn()
-            .map_err(|error| format!("cannot run `{}`: {error}", config.command))?;
+            .map_err(|error| ConnectError::Spawn {
+                command: config.command.clone(),
+                error,
+            })?;
         let pid = transport.id();
         let endpoint = std::iter::once(config.command.as_str())
             .chain(config.args.iter().map(String::as_str))
@@ -470,16 +482,21 @@ impl McpHub {
     /// Connects to the server at the configured URL over Streamable HTTP,
     /// its URL and headers' `${VAR}`s filled in first. Nothing is spawned:
     /// the server runs on its own, and outlives the connection.
-    async fn start_http(&self, name: &str, config: &ServerConfig) -> Result<Connection, String> {
+    async fn start_http(
+        &self,
+        name: &str,
+        config: &ServerConfig,
+    ) -> Result<Connection, ConnectError> {
         let vars = &self.inner.options.vars;
         let lookup = |var: &str| vars.get(var);
         let written = config.url.clone().unwrap_or_default();
-        let url =
-            config::expand(&written, &lookup).map_err(|error| format!("its `url`: {error}"))?;
+        let url = config::expand(&written, &lookup).map_err(ConnectError::Url)?;
         let mut headers = BTreeMap::new();
         for (header, value) in &config.headers {
-            let value = config::expand(value, &lookup)
-                .map_err(|error| format!("its header `{header}`: {error}"))?;
+            let value = config::expand(value, &lookup).map_err(|error| ConnectError::Header {
+                header: header.clone(),
+                error,
+            })?;
             headers.insert(header.clone(), value);
         }
         let transport = http::transport(name, &url, &headers, self.inner.notices.clone())?;
@@ -496,7 +513,7 @@ impl McpHub {
         transport: T,
         kind: Transport,
         endpoint: String,
-    ) -> Result<Connection, String>
+    ) -> Result<Connection, ConnectError>
     where
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
@@ -514,13 +531,13 @@ impl McpHub {
             let service = client
                 .serve(transport)
                 .await
-                .map_err(|error| format!("the handshake failed: {error}"))?;
+                .map_err(|error| ConnectError::Handshake(error.to_string()))?;
             let tools = service
                 .peer()
                 .list_all_tools()
                 .await
-                .map_err(|error| format!("tools/list failed: {error}"))?;
-            Ok::<_, String>((service, tools))
+                .map_err(|error| ConnectError::ListTools(error.to_string()))?;
+            Ok::<_, ConnectError>((service, tools))
         })
         .await;
         // A failed or timed-out start drops the transport, which kills the
@@ -530,15 +547,8 @@ impl McpHub {
             Ok(Err(reason)) => return Err(reason),
             Err(_) => {
                 return Err(match kind {
-                    Transport::Stdio => format!(
-                        "no answer to the handshake within {} (a server must write only \
-                         JSON-RPC messages to its standard output)",
-                        seconds(timeout)
-                    ),
-                    Transport::Http => format!(
-                        "no answer to the handshake within {} from {endpoint}",
-                        seconds(timeout)
-                    ),
+                    Transport::Stdio => ConnectError::StdioTimeout(timeout),
+                    Transport::Http => ConnectError::HttpTimeout { timeout, endpoint },
                 });
             }
         };
@@ -968,7 +978,7 @@ fn open_log(path: &Path) -> std::io::Result<Stdio> {
 
 /// `reason`, and the last lines the server wrote to its log, which often
 /// say why it did not start.
-fn with_log_tail(reason: String, log: &Path) -> String {
+fn with_log_tail(reason: ConnectError, log: &Path) -> ConnectError {
     const LINES: usize = 5;
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let tail: Vec<&str> = text
@@ -981,9 +991,9 @@ fn with_log_tail(reason: String, log: &Path) -> String {
         return reason;
     }
     let tail: Vec<&str> = tail.into_iter().rev().collect();
-    format!(
-        "{reason}. The end of its log ({}):\n{}",
-        log.display(),
-        tail.join("\n")
-    )
+    ConnectError::WithLogTail {
+        reason: Box::new(reason),
+        log: log.to_path_buf(),
+        tail: tail.join("\n"),
+    }
 }

@@ -16,6 +16,7 @@ use serde_json::Value;
 use shared::protocol::{ContentBlock, Message, Role};
 use shared::text::truncate_chars;
 
+use super::error::{InvalidMemory, NoJsonArray};
 use super::file::{Memory, MemoryType, StoredMemory, one_line, slug};
 use super::side_query::{SideQuery, SideQueryError, find_json_array};
 use super::store::MemoryStore;
@@ -117,7 +118,7 @@ pub fn extraction_prompt(dialogue: &str, existing: &[StoredMemory]) -> String {
 /// One memory from a JSON object `{name, type, description, body}`. A
 /// missing description or body is filled from the other; a missing name or
 /// an unknown type is refused.
-pub fn memory_from_json(item: &Value) -> Result<Memory, String> {
+pub fn memory_from_json(item: &Value) -> Result<Memory, InvalidMemory> {
     let text = |field: &str| {
         item.get(field)
             .and_then(Value::as_str)
@@ -125,41 +126,41 @@ pub fn memory_from_json(item: &Value) -> Result<Memory, String> {
             .filter(|text| !text.is_empty())
     };
     if !item.is_object() {
-        return Err(format!(
-            "not an object: {}",
-            truncate_chars(&item.to_string(), 60)
-        ));
+        return Err(InvalidMemory::NotAnObject(truncate_chars(
+            &item.to_string(),
+            60,
+        )));
     }
-    let name = text("name").ok_or("no name")?;
-    let kind = text("type").and_then(MemoryType::parse).ok_or_else(|| {
-        format!(
-            "{name}: type must be one of {}",
-            MemoryType::NAMES.join(", ")
-        )
-    })?;
+    let name = text("name").ok_or(InvalidMemory::NoName)?;
+    let kind =
+        text("type")
+            .and_then(MemoryType::parse)
+            .ok_or_else(|| InvalidMemory::UnknownType {
+                name: name.to_string(),
+            })?;
     let (description, body) = match (text("description"), text("body")) {
         (Some(description), Some(body)) => (description, body),
         (Some(only), None) | (None, Some(only)) => (only, only),
-        (None, None) => return Err(format!("{name}: no description and no body")),
+        (None, None) => {
+            return Err(InvalidMemory::NoContent {
+                name: name.to_string(),
+            });
+        }
     };
     Ok(Memory::new(name, kind, description, body))
 }
 
 /// The memories in an answer, and a line for each item that was refused.
 /// An answer without a JSON array is an error.
-pub fn parse_memories(answer: &str) -> Result<(Vec<Memory>, Vec<String>), String> {
-    let items = find_json_array(answer).ok_or_else(|| {
-        format!(
-            "the answer holds no JSON array: {:?}",
-            truncate_chars(answer.trim(), 80)
-        )
-    })?;
+pub fn parse_memories(answer: &str) -> Result<(Vec<Memory>, Vec<String>), NoJsonArray> {
+    let items =
+        find_json_array(answer).ok_or_else(|| NoJsonArray(truncate_chars(answer.trim(), 80)))?;
     let mut memories = Vec::new();
     let mut refused = Vec::new();
     for item in &items {
         match memory_from_json(item) {
             Ok(memory) => memories.push(memory),
-            Err(reason) => refused.push(reason),
+            Err(reason) => refused.push(reason.to_string()),
         }
     }
     Ok((memories, refused))
@@ -244,7 +245,7 @@ pub enum ExtractError {
     #[error("the extraction side query failed: {0}")]
     SideQuery(#[from] SideQueryError),
     #[error("the extraction answer could not be read: {0}")]
-    Unreadable(String),
+    Unreadable(#[from] NoJsonArray),
     #[error("could not write to the memory store: {0}")]
     Io(#[from] io::Error),
 }
@@ -261,7 +262,7 @@ pub async fn extract(
     }
     let prompt = extraction_prompt(&dialogue, &store.list());
     let answer = side.ask(&prompt, EXTRACT_MAX_TOKENS).await?;
-    let (candidates, refused) = parse_memories(&answer).map_err(ExtractError::Unreadable)?;
+    let (candidates, refused) = parse_memories(&answer)?;
     let mut report = apply(store, &candidates)?;
     report.refused = refused;
     Ok(report)

@@ -13,7 +13,7 @@ use shared::notice::Notices;
 
 use super::lock::BoardLock;
 use super::store::{Skipped, TaskStore, next_id};
-use super::task::{Status, Task, validate_id};
+use super::task::{InvalidTaskId, Status, Task, validate_id};
 
 /// The tag of the board's notices.
 pub const TASKS_TAG: &str = "tasks";
@@ -22,7 +22,7 @@ pub const TASKS_TAG: &str = "tasks";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
     /// Not an id the board can look up.
-    InvalidId(String),
+    InvalidId(InvalidTaskId),
     /// No task with this id.
     NotFound(String),
     /// A dependency named at creation does not exist.
@@ -54,7 +54,7 @@ pub enum Refusal {
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::InvalidId(reason) => f.write_str(reason),
+            Self::InvalidId(reason) => write!(f, "{reason}"),
             Self::NotFound(id) => write!(f, "There is no task {id}; list_tasks shows the board."),
             Self::UnknownDependency { id, known } => write!(
                 f,

@@ -35,6 +35,7 @@ use serde_json::Value;
 use shared::notice::Notices;
 
 use super::MCP_TAG;
+use super::error::{ExpandError, InvalidServer};
 
 /// The file, at the workspace root.
 pub const CONFIG_FILE: &str = ".mcp.json";
@@ -123,41 +124,32 @@ impl ServerConfig {
 
     /// Checks what serde cannot: a command to run or a URL to reach,
     /// matching a transport this lesson speaks.
-    pub fn check(self) -> Result<Self, String> {
+    pub fn check(self) -> Result<Self, InvalidServer> {
         match self.transport.as_deref() {
             None | Some("stdio") => {
                 if self.command.trim().is_empty() {
                     return Err(if self.url.is_some() {
-                        "`url` needs `\"type\": \"http\"`".to_string()
+                        InvalidServer::UrlWithoutHttp
                     } else {
-                        "`command` is empty".to_string()
+                        InvalidServer::EmptyCommand
                     });
                 }
                 if self.url.is_some() || !self.headers.is_empty() {
-                    return Err("a stdio server has no `url` or `headers`".to_string());
+                    return Err(InvalidServer::StdioWithUrl);
                 }
                 Ok(self)
             }
             Some("http") => {
                 if self.url.as_deref().is_none_or(|url| url.trim().is_empty()) {
-                    return Err("an http server needs a `url`".to_string());
+                    return Err(InvalidServer::HttpWithoutUrl);
                 }
                 if !self.command.is_empty() || !self.args.is_empty() || !self.env.is_empty() {
-                    return Err(
-                        "an http server is reached at its `url`; it has no `command`, `args` or `env`"
-                            .to_string(),
-                    );
+                    return Err(InvalidServer::HttpWithCommand);
                 }
                 Ok(self)
             }
-            Some("sse") => Err(
-                "transport `sse` (the protocol's old HTTP+SSE transport) is not supported; \
-                 use `\"type\": \"http\"` (Streamable HTTP) with the server's MCP endpoint"
-                    .to_string(),
-            ),
-            Some(other) => Err(format!(
-                "transport `{other}` is not supported here; use `stdio` or `http`"
-            )),
+            Some("sse") => Err(InvalidServer::Sse),
+            Some(other) => Err(InvalidServer::UnknownTransport(other.to_string())),
         }
     }
 }
@@ -165,14 +157,14 @@ impl ServerConfig {
 /// `text` with every `${VAR}` replaced by `lookup(VAR)` (`${VAR:-default}`
 /// gives `default` when `VAR` is unset); an unset variable without a
 /// default is an error naming it. `$` not followed by `{` stays as it is.
-pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
-            return Err("`${` without a closing `}`".to_string());
+            return Err(ExpandError::Unclosed);
         };
         let inside = &after[..end];
         let (name, default) = match inside.split_once(":-") {
@@ -182,7 +174,7 @@ pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Str
         match (lookup(name), default) {
             (Some(value), _) => out.push_str(&value),
             (None, Some(default)) => out.push_str(default),
-            (None, None) => return Err(format!("the variable `{name}` is not set")),
+            (None, None) => return Err(ExpandError::Unset(name.to_string())),
         }
         rest = &after[end + 1..];
     }
@@ -237,13 +229,13 @@ pub fn parse(path: &Path, text: &str, notices: &Notices) -> BTreeMap<String, Ser
             continue;
         }
         match ServerConfig::deserialize(entry)
-            .map_err(|error| error.to_string())
+            .map_err(InvalidServer::from)
             .and_then(ServerConfig::check)
         {
             Ok(config) => {
                 servers.insert(name.clone(), config);
             }
-            Err(reason) => report(&key, reason),
+            Err(reason) => report(&key, reason.to_string()),
         }
     }
     servers

@@ -49,6 +49,7 @@ use shared::notice::Notices;
 use sse_stream::{Sse, SseStream};
 
 use super::MCP_TAG;
+use super::error::HttpSetupError;
 
 /// The header that carries the session id.
 const SESSION_ID: &str = "mcp-session-id";
@@ -79,13 +80,13 @@ pub fn transport(
     url: &str,
     headers: &BTreeMap<String, String>,
     notices: Notices,
-) -> Result<StreamableHttpClientTransport<HttpClient>, String> {
+) -> Result<StreamableHttpClientTransport<HttpClient>, HttpSetupError> {
     let config = config(url, headers)?;
     let client = reqwest::Client::builder()
         // A redirect to another host would carry the headers there.
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|error| format!("cannot build an HTTP client: {error}"))?;
+        .map_err(HttpSetupError::Client)?;
     let client = HttpClient {
         client,
         server: Arc::from(server),
@@ -100,13 +101,13 @@ pub fn transport(
 pub fn config(
     url: &str,
     headers: &BTreeMap<String, String>,
-) -> Result<StreamableHttpClientTransportConfig, String> {
+) -> Result<StreamableHttpClientTransportConfig, HttpSetupError> {
     let mut custom = HashMap::new();
     for (name, value) in headers {
         let header = HeaderName::try_from(name.as_str())
-            .map_err(|_| format!("`{name}` is not a valid header name"))?;
-        let mut value = HeaderValue::from_str(value)
-            .map_err(|_| format!("the value of header `{name}` is not a valid header value"))?;
+            .map_err(|_| HttpSetupError::HeaderName(name.clone()))?;
+        let mut value =
+            HeaderValue::from_str(value).map_err(|_| HttpSetupError::HeaderValue(name.clone()))?;
         value.set_sensitive(true);
         custom.insert(header, value);
     }

@@ -9,6 +9,8 @@
 //! that says which check failed, the same way lesson 14 refuses a bad cron
 //! expression when it is scheduled rather than when it would fire.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 /// The longest workflow name accepted.
@@ -41,8 +43,32 @@ pub enum WorkflowInputError {
     EmptyPhase { name: String, index: usize },
     #[error("unknown workflow {name:?}; registered workflows: {known}")]
     Unknown { name: String, known: String },
-    #[error("{0}")]
-    BadResume(String),
+    /// `resume_from_run_id` is not a name a run could have.
+    #[error(
+        "resume_from_run_id {0:?} is not a run id (a run id is a file-safe name such as wf-review-changes-…)"
+    )]
+    NotARunId(String),
+    /// No snapshot of that run in `dir`.
+    #[error(
+        "no workflow run {run_id} in {dir}/ to resume; start a new run without resume_from_run_id"
+    )]
+    NoSuchRun { run_id: String, dir: &'static str },
+    /// The run's snapshot exists but cannot be read (the I/O error's text).
+    #[error("cannot read {}: {reason}", .path.display())]
+    UnreadableSnapshot { path: PathBuf, reason: String },
+    /// The run's snapshot is not valid JSON for a snapshot (serde's reason).
+    #[error("the snapshot {} is damaged: {reason}", .path.display())]
+    DamagedSnapshot { path: PathBuf, reason: String },
+    /// The run exists, but is a run of another workflow.
+    #[error("run {run_id} is a run of {found}, not of {wanted}")]
+    OtherWorkflow {
+        run_id: String,
+        found: String,
+        wanted: String,
+    },
+    /// The run is going on in this session.
+    #[error("run {0} is still running; wait for its notification")]
+    StillRunning(String),
     /// Another session holds the run's lock (see [`super::lock`]).
     #[error("run {0} is already running in another session; resume it once that run has ended")]
     RunningElsewhere(String),

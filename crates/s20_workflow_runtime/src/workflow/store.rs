@@ -21,7 +21,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::meta::is_safe_name;
+use super::meta::{WorkflowInputError, is_safe_name};
 
 /// The directory of the run files, under the workspace.
 pub const RUNTIME_DIR: &str = ".runtime";
@@ -139,24 +139,30 @@ impl RunStore {
     /// The snapshot of the run `run_id` names, for a resume: refused when
     /// the id is not a safe name, when there is no such run, or when its
     /// snapshot cannot be read.
-    pub fn load_for_resume(&self, run_id: &str) -> Result<Snapshot, String> {
+    pub fn load_for_resume(&self, run_id: &str) -> Result<Snapshot, WorkflowInputError> {
         if !is_safe_name(run_id, MAX_RUN_ID_CHARS) || run_id.starts_with('.') {
-            return Err(format!(
-                "resume_from_run_id {run_id:?} is not a run id (a run id is a file-safe name such as wf-review-changes-…)"
-            ));
+            return Err(WorkflowInputError::NotARunId(run_id.to_string()));
         }
         let path = self.snapshot_path(run_id);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Err(format!(
-                    "no workflow run {run_id} in {RUNTIME_DIR}/ to resume; start a new run without resume_from_run_id"
-                ));
+                return Err(WorkflowInputError::NoSuchRun {
+                    run_id: run_id.to_string(),
+                    dir: RUNTIME_DIR,
+                });
             }
-            Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+            Err(error) => {
+                return Err(WorkflowInputError::UnreadableSnapshot {
+                    path,
+                    reason: error.to_string(),
+                });
+            }
         };
-        serde_json::from_str(&text)
-            .map_err(|error| format!("the snapshot {} is damaged: {error}", path.display()))
+        serde_json::from_str(&text).map_err(|error| WorkflowInputError::DamagedSnapshot {
+            path,
+            reason: error.to_string(),
+        })
     }
     // ANCHOR_END: resume_id
 }
@@ -185,7 +191,7 @@ mod tests {
         let store = RunStore::new(dir.path());
         assert!(store.load_for_resume("../etc/passwd").is_err());
         assert!(store.load_for_resume(".hidden").is_err());
-        let missing = store.load_for_resume("wf-x-1").unwrap_err();
+        let missing = store.load_for_resume("wf-x-1").unwrap_err().to_string();
         assert!(missing.contains("no workflow run"), "{missing}");
         let snapshot = Snapshot {
             run_id: "wf-x-1".into(),
@@ -208,6 +214,7 @@ mod tests {
             store
                 .load_for_resume("wf-x-1")
                 .unwrap_err()
+                .to_string()
                 .contains("damaged")
         );
     }

@@ -223,7 +223,7 @@ impl Settings {
                     None => None,
                     Some(name) => Some(
                         name.parse::<ProviderKind>()
-                            .map_err(|why| invalid("model.provider".into(), why))?,
+                            .map_err(|why| invalid("model.provider".into(), why.to_string()))?,
                     ),
                 },
                 fallback: nonblank(raw.model.fallback),
@@ -245,7 +245,7 @@ impl Settings {
                     server
                         .clone()
                         .check()
-                        .map_err(|why| invalid(format!("mcp_servers.{name}"), why))?;
+                        .map_err(|why| invalid(format!("mcp_servers.{name}"), why.to_string()))?;
                 }
                 raw.mcp_servers
             },

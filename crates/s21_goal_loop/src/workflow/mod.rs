@@ -61,7 +61,10 @@ pub enum WorkflowError {
     /// An agent's answer did not match its schema, even after the repair
     /// request.
     #[error("agent `{label}` returned invalid output after one repair: {error}")]
-    InvalidOutput { label: String, error: String },
+    InvalidOutput {
+        label: String,
+        error: schema::SchemaError,
+    },
     /// An agent's loop ended in an error (an API error, its round limit).
     #[error("agent `{label}` failed: {reason}")]
     AgentFailed { label: String, reason: String },

@@ -164,15 +164,13 @@ impl WorkflowRuntime {
         let registered = inner.registry.find(&request.name)?.clone();
         let (run_id, args) = match &request.resume_from_run_id {
             Some(run_id) => {
-                let snapshot = inner
-                    .store
-                    .load_for_resume(run_id)
-                    .map_err(WorkflowInputError::BadResume)?;
+                let snapshot = inner.store.load_for_resume(run_id)?;
                 if snapshot.workflow != request.name {
-                    return Err(WorkflowInputError::BadResume(format!(
-                        "run {run_id} is a run of {}, not of {}",
-                        snapshot.workflow, request.name
-                    )));
+                    return Err(WorkflowInputError::OtherWorkflow {
+                        run_id: run_id.clone(),
+                        found: snapshot.workflow,
+                        wanted: request.name,
+                    });
                 }
                 (run_id.clone(), request.args.unwrap_or(snapshot.args))
             }
@@ -184,9 +182,7 @@ impl WorkflowRuntime {
         let cancel = {
             let mut state = inner.state();
             if state.running.contains_key(&run_id) {
-                return Err(WorkflowInputError::BadResume(format!(
-                    "run {run_id} is still running; wait for its notification"
-                )));
+                return Err(WorkflowInputError::StillRunning(run_id));
             }
             let cancel = CancellationToken::new();
             // Registered before the task exists, and under the same lock as

@@ -24,7 +24,7 @@ pub fn structured_prompt(prompt: &str, schema: &Value) -> String {
 }
 
 /// The follow-up sent once when the answer did not parse or match.
-pub fn repair_prompt(error: &str) -> String {
+pub fn repair_prompt(error: &SchemaError) -> String {
     format!(
         "Your answer could not be used: {error}\nReply again with only the corrected JSON \
          object, matching the schema you were given."
@@ -37,12 +37,12 @@ pub fn repair_prompt(error: &str) -> String {
 /// against `schema`. The error says what was wrong, in words the agent
 /// can act on: where the JSON broke, or each schema violation with its
 /// place in the object.
-pub fn check(text: &str, schema: &Value) -> Result<Value, String> {
+pub fn check(text: &str, schema: &Value) -> Result<Value, SchemaError> {
     let validator = jsonschema::validator_for(schema)
-        .map_err(|error| format!("the workflow's schema is not a valid JSON Schema: {error}"))?;
+        .map_err(|error| SchemaError::InvalidSchema(error.to_string()))?;
     let body = unfence(text);
     let value: Value =
-        serde_json::from_str(body).map_err(|error| format!("the reply is not JSON ({error})"))?;
+        serde_json::from_str(body).map_err(|error| SchemaError::NotJson(error.to_string()))?;
     let problems: Vec<String> = validator
         .iter_errors(&value)
         .map(|error| {
@@ -57,11 +57,23 @@ pub fn check(text: &str, schema: &Value) -> Result<Value, String> {
     if problems.is_empty() {
         Ok(value)
     } else {
-        Err(format!(
-            "the JSON does not match the schema: {}",
-            problems.join("; ")
-        ))
+        Err(SchemaError::Mismatch(problems))
     }
+}
+
+/// Why an answer was not used. The agent reads the message in its repair
+/// request; it says what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    /// The workflow's own schema is broken: no answer can pass.
+    #[error("the workflow's schema is not a valid JSON Schema: {0}")]
+    InvalidSchema(String),
+    /// The answer does not parse (serde's reason).
+    #[error("the reply is not JSON ({0})")]
+    NotJson(String),
+    /// Each violation, with its place in the object.
+    #[error("the JSON does not match the schema: {}", .0.join("; "))]
+    Mismatch(Vec<String>),
 }
 // ANCHOR_END: check
 
@@ -111,14 +123,16 @@ mod tests {
 
     #[test]
     fn errors_say_what_is_wrong() {
-        let not_json = check("It is real.", &verdict()).unwrap_err();
+        let not_json = check("It is real.", &verdict()).unwrap_err().to_string();
         assert!(not_json.contains("not JSON"), "{not_json}");
-        let wrong = check(r#"{"isReal": "yes"}"#, &verdict()).unwrap_err();
+        let wrong = check(r#"{"isReal": "yes"}"#, &verdict())
+            .unwrap_err()
+            .to_string();
         assert!(wrong.contains("/isReal"), "{wrong}");
         assert!(wrong.contains("boolean"), "{wrong}");
-        let missing = check("{}", &verdict()).unwrap_err();
+        let missing = check("{}", &verdict()).unwrap_err().to_string();
         assert!(missing.contains("isReal"), "{missing}");
-        let bad_schema = check("{}", &json!({"type": 12})).unwrap_err();
+        let bad_schema = check("{}", &json!({"type": 12})).unwrap_err().to_string();
         assert!(
             bad_schema.contains("not a valid JSON Schema"),
             "{bad_schema}"

@@ -182,7 +182,9 @@ fn variables_are_filled_in_and_a_missing_one_is_named() {
     assert_eq!(expand("Bearer ${TOKEN}", &lookup).unwrap(), "Bearer abc");
     assert_eq!(expand("${NOPE:-x}/${TOKEN}", &lookup).unwrap(), "x/abc");
     assert_eq!(expand("$TOKEN", &lookup).unwrap(), "$TOKEN");
-    let error = expand("Bearer ${MISSING_TOKEN}", &lookup).unwrap_err();
+    let error = expand("Bearer ${MISSING_TOKEN}", &lookup)
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("MISSING_TOKEN"), "{error}");
 }
 
