@@ -90,10 +90,10 @@ impl Team {
             }
         }
         // Said before the teammate starts, so its first words come after.
-        shared.context.notices.emit(
-            TAG_TEAM,
-            format!("{} spawned ({})", spec.name, spec.role),
-        );
+        shared
+            .context
+            .notices
+            .emit(TAG_TEAM, format!("{} spawned ({})", spec.name, spec.role));
         let name = spec.name.clone();
         let task = tokio::spawn(teammate::run(
             shared.clone(),
