@@ -43,7 +43,7 @@ use crate::subagent::SharedHooks;
 use crate::tasks::TaskBoard;
 use crate::tasks::tools::{self as task_tools, Caller};
 
-use super::autonomy::{self, Autonomy, ScanCount};
+use super::autonomy::{self, Autonomy, CurrentTask, ScanCount};
 use super::board_tools;
 
 /// Model calls a teammate may make on one assignment.
@@ -82,10 +82,6 @@ pub struct Shared {
     /// How many scans the team has made.
     pub scans: ScanCount,
 }
-
-/// The task a teammate holds, shared by its runtime (which renews the
-/// lease) and its tools (which claim and complete).
-pub type CurrentTask = Arc<Mutex<Option<String>>>;
 
 fn current(task: &CurrentTask) -> MutexGuard<'_, Option<String>> {
     task.lock().unwrap_or_else(PoisonError::into_inner)

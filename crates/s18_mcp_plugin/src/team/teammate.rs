@@ -44,7 +44,7 @@ use crate::subagent::SharedHooks;
 use crate::tasks::TaskBoard;
 use crate::tasks::tools::{self as task_tools, Caller};
 
-use super::autonomy::{self, Autonomy, ScanCount};
+use super::autonomy::{self, Autonomy, CurrentTask, ScanCount};
 use super::board_tools;
 use crate::worktrees::WorktreeManager;
 
@@ -87,10 +87,6 @@ pub struct Shared {
     /// there (lesson 17).
     pub worktrees: WorktreeManager,
 }
-
-/// The task a teammate holds, shared by its runtime (which renews the
-/// lease) and its tools (which claim and complete).
-pub type CurrentTask = Arc<Mutex<Option<String>>>;
 
 fn current(task: &CurrentTask) -> MutexGuard<'_, Option<String>> {
     task.lock().unwrap_or_else(PoisonError::into_inner)
