@@ -16,6 +16,7 @@
 
 pub mod carry;
 pub mod check;
+pub mod circles;
 pub mod claims;
 pub mod diff;
 pub mod docs;
