@@ -37,6 +37,7 @@
 //! variables, what a macro generates). A file that does not parse is the
 //! compiler's to report and is skipped here.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
@@ -696,8 +697,8 @@ fn shortest_loop(
                 loop_.reverse();
                 return Some(loop_);
             }
-            if !came_from.contains_key(&to) {
-                came_from.insert(to, node);
+            if let Entry::Vacant(entry) = came_from.entry(to) {
+                entry.insert(node);
                 queue.push_back(to);
             }
         }
