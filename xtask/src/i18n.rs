@@ -30,7 +30,10 @@ use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
 
 use crate::lessons;
-use crate::pages::BOOK_SRC;
+
+/// Where the book's sources are, relative to the repository root: the
+/// English edition, the one every other edition translates.
+pub const BOOK_SRC: &str = "docs/src";
 
 /// One language of the book.
 #[derive(Debug)]

@@ -17,6 +17,7 @@
 
 pub mod carry;
 pub mod check;
+pub mod circles;
 pub mod claims;
 pub mod diff;
 pub mod docs;

@@ -33,7 +33,7 @@ use shared::protocol::ToolUse;
 use shared::tools::{PathError, Workspace};
 
 use crate::mcp::McpHub;
-use crate::settings::{PermissionRules, Verdict};
+use crate::settings::rules::{PermissionRules, Verdict};
 
 // ANCHOR: lists
 /// Text that must never appear in a `bash` command.

@@ -17,7 +17,7 @@ use shared::tools::Workspace;
 use crate::hook_registry::HookRegistry;
 use crate::mcp::McpHub;
 use crate::permission::{Approver, Decision, PermissionGate};
-use crate::settings::PermissionRules;
+use crate::settings::rules::PermissionRules;
 
 /// Outputs longer than this many characters get a warning.
 ///

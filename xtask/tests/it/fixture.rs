@@ -990,3 +990,79 @@ fn counts_a_chapter_states_must_match_the_code() {
     xtask::docs::generate(root).unwrap();
     assert_eq!(problems(root), Vec::<String>::new());
 }
+
+/// A crate of the workspace besides the lessons, with the given source
+/// files (`src/…`), so only rule 14 looks at it.
+fn with_example_crate(root: &Path, files: &[(&str, &str)]) {
+    write(
+        root,
+        "examples/library/Cargo.toml",
+        "[package]\nname = \"course_examples\"\n",
+    );
+    for (path, text) in files {
+        write(root, &format!("examples/library/{path}"), text);
+    }
+}
+
+#[test]
+fn an_import_circle_between_files_of_a_crate_fails_the_check_and_names_them() {
+    let dir = fixture();
+    let root = dir.path();
+    // The lead uses the teammate's `Spec` by `use`; the teammate names the
+    // lead's `LEAD` inline, inside `format!`.
+    with_example_crate(
+        root,
+        &[
+            ("src/lib.rs", "pub mod team;\n\npub use team::lead::LEAD;\n"),
+            ("src/team/mod.rs", "pub mod lead;\npub mod teammate;\n"),
+            (
+                "src/team/lead.rs",
+                "use super::teammate::Spec;\n\npub const LEAD: &str = \"lead\";\n\npub fn spawn(spec: Spec) -> Spec {\n    spec\n}\n",
+            ),
+            (
+                "src/team/teammate.rs",
+                "pub struct Spec;\n\npub fn report() -> String {\n    format!(\"to {}\", super::lead::LEAD)\n}\n",
+            ),
+        ],
+    );
+    assert_eq!(
+        problems(root),
+        [
+            "examples/library has an import circle: src/team/lead.rs -> src/team/teammate.rs -> src/team/lead.rs (Spec; LEAD): move what they share into a file below them, so that each file stands above what it imports"
+        ]
+    );
+}
+
+#[test]
+fn files_that_stand_above_what_they_import_pass() {
+    let dir = fixture();
+    let root = dir.path();
+    // `LEAD` moved below both: the lead takes it from `send.rs`, the
+    // teammate through `team/mod.rs`, its parent; the crate root
+    // re-exports the lead's names, which is no import; the lead's tests
+    // reach back into it with `super::*`, inside one file; the teammate's
+    // tests spawn with the lead, which only tests do.
+    with_example_crate(
+        root,
+        &[
+            (
+                "src/lib.rs",
+                "pub mod team;\n\npub use team::lead::spawn;\n",
+            ),
+            (
+                "src/team/mod.rs",
+                "pub mod lead;\npub mod send;\npub mod teammate;\n\npub use send::LEAD;\n",
+            ),
+            ("src/team/send.rs", "pub const LEAD: &str = \"lead\";\n"),
+            (
+                "src/team/lead.rs",
+                "use super::teammate::Spec;\n\npub fn spawn(spec: Spec) -> (Spec, &'static str) {\n    (spec, super::send::LEAD)\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn spawns() {\n        spawn(Spec);\n    }\n}\n",
+            ),
+            (
+                "src/team/teammate.rs",
+                "pub struct Spec;\n\npub fn report() -> String {\n    format!(\"to {}\", super::LEAD)\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn is_spawned() {\n        crate::team::lead::spawn(super::Spec);\n    }\n}\n",
+            ),
+        ],
+    );
+    assert_eq!(problems(root), Vec::<String>::new());
+}

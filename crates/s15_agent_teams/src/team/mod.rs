@@ -19,6 +19,8 @@
 //!   approval), settled by request id; [`gate`] — the [`PlanGate`] that
 //!   keeps a teammate from changing files before its plan is approved.
 //! * [`roster`] — who is on the team, and what each is doing.
+//! * [`send`] — the lead's name, who a message may go to, and the
+//!   `send_message` tool every agent on the team has.
 //! * [`teammate`] — a teammate's life on its tokio task.
 //! * [`lead`] — the lead's side: spawning, its mailbox, the protocols.
 //! * [`tools`] — what the models see.
@@ -31,17 +33,19 @@ pub mod mailbox;
 pub mod message;
 pub mod protocol;
 pub mod roster;
+pub mod send;
 pub mod teammate;
 pub mod tools;
 
 pub use bus::{Delivery, Drained, MessageBus};
 pub use error::BusError;
 pub use gate::{PlanGate, PlanStatus};
-pub use lead::{LEAD, TAG_BUS, Team, post};
+pub use lead::{TAG_BUS, Team};
 pub use mailbox::{Mailbox, Skipped, Taken};
 pub use message::{Message, MessageKind, NameError, validate_name};
 pub use protocol::{ProtocolError, Protocols, Request, RequestKind, RequestStatus, Transition};
 pub use roster::{Member, Roster, Status};
+pub use send::{LEAD, post};
 pub use teammate::{Shared, Spec};
 
 /// The directory of every team's mailboxes, in the workspace.

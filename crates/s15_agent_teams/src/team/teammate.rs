@@ -356,8 +356,8 @@ fn agent_for(shared: &Shared, spec: &Spec, plan_gate: &SharedGate) -> Agent<Team
 fn register_tools(tools: &mut ToolRegistry, shared: &Shared, name: &str, plan_gate: &SharedGate) {
     task_tools::register(tools, &shared.board, &Caller::Teammate(name.to_string()));
     let (bus, roster, me) = (shared.bus.clone(), shared.roster.clone(), name.to_string());
-    tools.register(super::tools::send_message_spec(), move |input, _cx| {
-        let output = super::tools::send_message(&bus, &roster, &me, &input);
+    tools.register(super::send::send_message_spec(), move |input, _cx| {
+        let output = super::send::send_message(&bus, &roster, &me, &input);
         async move { output }
     });
     let (bus, protocols, me, plan_gate) = (

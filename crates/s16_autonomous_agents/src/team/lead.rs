@@ -16,23 +16,15 @@ use shared::CancellationToken;
 use tokio::task::JoinHandle;
 
 use super::roster::{Member, Status};
+use super::send::{LEAD, post, recipients, unknown_teammate};
 use super::teammate::{self, Shared, Spec};
-use super::{BusError, Message, MessageKind, NameError, Request, RequestKind, validate_name};
-
-/// The lead's name on the bus.
-pub const LEAD: &str = "lead";
+use super::{Message, MessageKind, Request, RequestKind, validate_name};
 
 /// The tag of the bus's notices: `[bus] auth → lead (result): …`.
 pub const TAG_BUS: &str = "bus";
 
-/// Posts a message built by `Message::new`, turning either failure into
-/// one line of text.
-pub fn post(bus: &super::MessageBus, message: Result<Message, NameError>) -> Result<(), String> {
-    let message = message.map_err(|error| error.to_string())?;
-    bus.send_message(message)
-        .map(|_| ())
-        .map_err(|error: BusError| error.to_string())
-}
+/// The lead's tag for what it does to the team.
+pub const TAG_TEAM: &str = "team";
 
 /// The team, as the lead runs it. Clones share it.
 #[derive(Clone)]
@@ -98,10 +90,10 @@ impl Team {
             }
         }
         // Said before the teammate starts, so its first words come after.
-        shared.context.notices.emit(
-            super::tools::TAG_TEAM,
-            format!("{} spawned ({})", spec.name, spec.role),
-        );
+        shared
+            .context
+            .notices
+            .emit(TAG_TEAM, format!("{} spawned ({})", spec.name, spec.role));
         let name = spec.name.clone();
         let task = tokio::spawn(teammate::run(
             shared.clone(),
@@ -116,7 +108,7 @@ impl Team {
     /// Sends `content` from `from` to `to` (`all` for every live teammate).
     pub fn send(&self, from: &str, to: &str, content: &str) -> Result<Vec<String>, String> {
         let shared = &self.inner.shared;
-        let recipients = super::tools::recipients(&shared.roster, from, to)?;
+        let recipients = recipients(&shared.roster, from, to)?;
         for recipient in &recipients {
             post(
                 &shared.bus,
@@ -336,18 +328,5 @@ impl Drop for Inner {
         {
             task.abort();
         }
-    }
-}
-
-/// The error for a name that is not on the team.
-pub fn unknown_teammate(name: &str, members: &[Member]) -> String {
-    if members.is_empty() {
-        format!("no teammate named `{name}`; the team is empty")
-    } else {
-        let names: Vec<&str> = members.iter().map(|member| member.name.as_str()).collect();
-        format!(
-            "no teammate named `{name}`; the team is: {}",
-            names.join(", ")
-        )
     }
 }

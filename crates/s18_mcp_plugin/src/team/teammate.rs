@@ -44,7 +44,7 @@ use crate::subagent::SharedHooks;
 use crate::tasks::TaskBoard;
 use crate::tasks::tools::{self as task_tools, Caller};
 
-use super::autonomy::{self, Autonomy, ScanCount};
+use super::autonomy::{self, Autonomy, CurrentTask, ScanCount};
 use super::board_tools;
 use crate::worktrees::WorktreeManager;
 
@@ -87,10 +87,6 @@ pub struct Shared {
     /// there (lesson 17).
     pub worktrees: WorktreeManager,
 }
-
-/// The task a teammate holds, shared by its runtime (which renews the
-/// lease) and its tools (which claim and complete).
-pub type CurrentTask = Arc<Mutex<Option<String>>>;
 
 fn current(task: &CurrentTask) -> MutexGuard<'_, Option<String>> {
     task.lock().unwrap_or_else(PoisonError::into_inner)
@@ -513,8 +509,8 @@ fn agent_for(
 fn register_tools(tools: &mut ToolRegistry, shared: &Shared, name: &str, plan_gate: &SharedGate) {
     task_tools::register(tools, &shared.board, &Caller::Teammate(name.to_string()));
     let (bus, roster, me) = (shared.bus.clone(), shared.roster.clone(), name.to_string());
-    tools.register(super::tools::send_message_spec(), move |input, _cx| {
-        let output = super::tools::send_message(&bus, &roster, &me, &input);
+    tools.register(super::send::send_message_spec(), move |input, _cx| {
+        let output = super::send::send_message(&bus, &roster, &me, &input);
         async move { output }
     });
     let (bus, protocols, me, plan_gate) = (

@@ -16,11 +16,15 @@
 //! scans again after a pause that doubles each time up to a maximum: an idle
 //! team costs a file listing every half minute, not a busy core.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::tasks::{Leased, TaskBoard};
+
+/// The task a teammate holds, shared by its runtime (which renews the
+/// lease) and its tools (which claim and complete).
+pub type CurrentTask = Arc<Mutex<Option<String>>>;
 
 /// How idle teammates look for work, and how long their claims hold.
 #[derive(Debug, Clone)]

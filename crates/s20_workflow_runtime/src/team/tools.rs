@@ -1,6 +1,6 @@
 //! The team's tools. The lead gets six: `spawn_teammate`, `send_message`,
 //! `list_teammates`, `request_shutdown`, `request_plan`, `review_plan`. Teammates get
-//! `send_message` too (and `submit_plan`, in [`super::teammate`]).
+//! `send_message` too (from [`super::send`]) and `submit_plan` (in [`super::teammate`]).
 //! There is no inbox tool: mail reaches each agent by itself.
 
 use serde::Deserialize;
@@ -9,14 +9,11 @@ use shared::hooks::ToolOutput;
 use shared::protocol::ToolSpec;
 use shared::tools::input::parse_input;
 
-use super::lead::{LEAD, Team, unknown_teammate};
-use super::roster::{Roster, now};
+use super::lead::Team;
+use super::roster::now;
+use super::send::{LEAD, SendInput, send_message_spec};
 use super::teammate::Spec;
-use super::{Message, MessageBus, MessageKind};
 use crate::dispatch::{ToolContext, ToolRegistry};
-
-/// The lead's tag for what it does to the team.
-pub const TAG_TEAM: &str = "team";
 
 #[derive(Deserialize)]
 struct SpawnInput {
@@ -25,12 +22,6 @@ struct SpawnInput {
     prompt: String,
     #[serde(default)]
     require_plan: bool,
-}
-
-#[derive(Deserialize)]
-struct SendInput {
-    to: String,
-    content: String,
 }
 
 #[derive(Deserialize)]
@@ -72,23 +63,6 @@ fn spawn_spec() -> ToolSpec {
                 "require_plan": {"type": "boolean", "description": "Require an approved plan before it changes anything (default false)."}
             },
             "required": ["name", "role", "prompt"]
-        }),
-    )
-}
-
-/// `send_message`, for the lead and for teammates alike.
-pub fn send_message_spec() -> ToolSpec {
-    ToolSpec::new(
-        "send_message",
-        "Send a message to a teammate, to `lead`, or to `all` teammates. It is delivered \
-         to their mailbox; replies come back to you as messages.",
-        json!({
-            "type": "object",
-            "properties": {
-                "to": {"type": "string", "description": "A teammate's name, `lead`, or `all`."},
-                "content": {"type": "string"}
-            },
-            "required": ["to", "content"]
         }),
     )
 }
@@ -260,57 +234,5 @@ fn spawn(team: &Team, input: &Value) -> ToolOutput {
             }
         )),
         Err(error) => ToolOutput::error(format!("Teammate not started: {error}")),
-    }
-}
-
-/// A teammate's `send_message`: from `me` to a teammate, the lead or all.
-pub fn send_message(bus: &MessageBus, roster: &Roster, me: &str, input: &Value) -> ToolOutput {
-    let input: SendInput = match parse_input("send_message", input) {
-        Ok(input) => input,
-        Err(output) => return output,
-    };
-    let recipients = match recipients(roster, me, input.to.trim()) {
-        Ok(recipients) => recipients,
-        Err(error) => return ToolOutput::error(format!("Not sent: {error}")),
-    };
-    for recipient in &recipients {
-        if let Err(error) = super::lead::post(
-            bus,
-            Message::new(me, recipient, MessageKind::Message, input.content.clone()),
-        ) {
-            return ToolOutput::error(format!("Not sent to {recipient}: {error}"));
-        }
-    }
-    ToolOutput::ok(format!("Sent to {}.", recipients.join(", ")))
-}
-
-/// Who a message from `from` to `to` goes to: the lead, one live teammate,
-/// or (`all`) every live teammate but the sender. A name that is not on the
-/// team is refused, so no mailbox is made for an agent that will never
-/// read it.
-pub fn recipients(roster: &Roster, from: &str, to: &str) -> Result<Vec<String>, String> {
-    let members = roster.list();
-    if to == "all" {
-        let all: Vec<String> = members
-            .into_iter()
-            .filter(|member| member.is_alive() && member.name != from)
-            .map(|member| member.name)
-            .collect();
-        return if all.is_empty() {
-            Err("there are no other teammates".to_string())
-        } else {
-            Ok(all)
-        };
-    }
-    if to == from {
-        return Err(format!("`{to}` is yourself"));
-    }
-    if to == LEAD {
-        return Ok(vec![to.to_string()]);
-    }
-    match members.iter().find(|member| member.name == to) {
-        Some(member) if member.is_alive() => Ok(vec![to.to_string()]),
-        Some(member) => Err(format!("`{to}` is {}", member.status)),
-        None => Err(unknown_teammate(to, &members)),
     }
 }

@@ -15,8 +15,7 @@ use shared::hooks::ToolOutput;
 use shared::protocol::ToolSpec;
 use shared::tools::input::parse_input;
 
-use super::autonomy::{Autonomy, now_secs};
-use super::teammate::CurrentTask;
+use super::autonomy::{Autonomy, CurrentTask, now_secs};
 use crate::dispatch::{ToolContext, ToolRegistry};
 use crate::tasks::TaskBoard;
 use crate::tasks::tools::Caller;
