@@ -108,25 +108,9 @@ use crate::markdown::{self, Selector};
 use crate::pages;
 use crate::shell::{self, Cargo};
 use crate::terms;
+
+pub use crate::problem::Problem;
 use crate::tools;
-
-/// One thing wrong, with where and what to do about it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// Repository-relative file, with `:line` when known.
-    pub place: String,
-    /// After a file: a verb phrase ("is stale: run …"); after a line: what
-    /// is wrong there.
-    pub message: String,
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // "docs/src/x.md is stale: …", but "docs/src/x.md:12: link to …".
-        let separator = if self.place.contains(':') { ": " } else { " " };
-        write!(f, "{}{separator}{}", self.place, self.message)
-    }
-}
 
 fn problem(place: impl Into<String>, message: impl Into<String>) -> Problem {
     Problem {

@@ -28,6 +28,7 @@ pub mod lessons;
 pub mod manifest;
 pub mod markdown;
 pub mod pages;
+pub mod problem;
 pub mod rust_items;
 pub mod shell;
 pub mod terms;

@@ -26,7 +26,7 @@ use std::path::Path;
 use anyhow::Result;
 use pulldown_cmark::{Event, Options, Parser, Tag};
 
-use crate::check::Problem;
+use crate::problem::Problem;
 use crate::i18n::{self, Edition};
 use crate::lessons;
 use crate::markdown;
