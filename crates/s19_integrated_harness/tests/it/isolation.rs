@@ -234,9 +234,25 @@ async fn a_workspace_that_is_not_a_git_repository_gets_a_clear_error() {
 
 /// Waits until the lead hears a line containing `line` from the team: the
 /// lead's own wait for team events, with [`DEADLINE`] only as a safety net
-/// (the teammate runs real git and a real shell).
-async fn until_heard(agent: &mut Agent<lesson::LessonHooks>, line: &str) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
+/// (the teammate runs real git and a real shell). An event that arrived
+/// while the lead's turn ran went into its `history` instead, so that is
+/// read first.
+async fn until_heard(
+    agent: &mut Agent<lesson::LessonHooks>,
+    history: &[shared::protocol::Message],
+    line: &str,
+) -> Vec<String> {
+    let mut seen: Vec<String> = history
+        .iter()
+        .flat_map(|message| {
+            message
+                .text()
+                .lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter(|text| text.contains(" → "))
+        .collect();
     let heard = tokio::time::timeout(DEADLINE, async {
         while !seen.iter().any(|heard| heard.contains(line)) {
             let events = agent.hooks.idle_work().await;
@@ -365,7 +381,7 @@ async fn a_teammate_stays_in_its_worktree_after_completing_its_task_until_the_le
         .await
         .0
         .unwrap();
-    until_heard(&mut agent, "alice → lead (result): Done.").await;
+    until_heard(&mut agent, &history, "alice → lead (result): Done.").await;
     assert_the_work_after_completion_is_in_the_worktree(&root);
     let requests = model.agent_requests(&teammate("alice")).to_string_lossy();
     assert!(requests.contains("wt/auth"), "the commit ran on wt/auth");
@@ -379,7 +395,7 @@ async fn a_teammate_stays_in_its_worktree_after_completing_its_task_until_the_le
         "{}",
         recorder.results[0].text()
     );
-    until_heard(&mut agent, "alice → lead (result): Written.").await;
+    until_heard(&mut agent, &history, "alice → lead (result): Written.").await;
     assert!(root.join("SUMMARY.md").exists());
     assert!(!root.join(".worktrees/auth/SUMMARY.md").exists());
     let requests = model.agent_requests(&teammate("alice")).to_string_lossy();
@@ -436,7 +452,7 @@ async fn a_worktree_that_vanishes_by_itself_is_not_a_release_but_the_leads_remov
         .await
         .0
         .unwrap();
-    until_heard(&mut agent, "alice → lead (result): Done.").await;
+    until_heard(&mut agent, &history, "alice → lead (result): Done.").await;
     assert_the_work_after_completion_is_in_the_worktree(&root);
 
     // Deleted behind everyone's back: alice's calls fail, loudly, and
@@ -446,7 +462,12 @@ async fn a_worktree_that_vanishes_by_itself_is_not_a_release_but_the_leads_remov
         .await
         .0
         .unwrap();
-    until_heard(&mut agent, "alice → lead (result): My worktree is gone.").await;
+    until_heard(
+        &mut agent,
+        &history,
+        "alice → lead (result): My worktree is gone.",
+    )
+    .await;
     assert!(!root.join("STRAY.md").exists());
     let requests = model.agent_requests(&teammate("alice")).to_string_lossy();
     assert!(
@@ -462,7 +483,7 @@ async fn a_worktree_that_vanishes_by_itself_is_not_a_release_but_the_leads_remov
         "{}",
         recorder.results[0].text()
     );
-    until_heard(&mut agent, "alice → lead (result): Written.").await;
+    until_heard(&mut agent, &history, "alice → lead (result): Written.").await;
     assert!(root.join("SUMMARY.md").exists());
     let requests = model.agent_requests(&teammate("alice")).to_string_lossy();
     assert!(
