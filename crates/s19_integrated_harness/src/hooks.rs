@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use shared::agent::Limits;
 use shared::cli::Setup;
 use shared::error::ApiError;
 use shared::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
@@ -66,6 +67,10 @@ pub struct LessonHooks {
     mcp_sync: McpSync,
     /// The settings the agent was built from (lesson 19).
     settings: Settings,
+    /// How often the Stop hooks sent the model back this turn: at the
+    /// loop's limit the hooks end the turn themselves, so memory still
+    /// sees its end.
+    stop_continuations: usize,
     /// The model as the front end chose it.
     model_id: String,
     provider: String,
@@ -229,6 +234,7 @@ impl LessonHooks {
             mcp,
             mcp_sync: McpSync::default(),
             settings: options.settings,
+            stop_continuations: 0,
             model_id: setup.model_id.clone(),
             provider: setup.model.provider().to_string(),
             skills_found,
@@ -354,6 +360,8 @@ impl Hooks for LessonHooks {
     }
 
     fn on_user_prompt(&mut self, prompt: &str) -> PromptCheck {
+        // A turn starts: the Stop hooks may send the model back again.
+        self.stop_continuations = 0;
         let check = self
             .registry
             .trigger_user_prompt_submit(prompt)
@@ -372,7 +380,20 @@ impl Hooks for LessonHooks {
     }
 
     async fn on_stop(&mut self, history: &[Message]) -> Option<String> {
-        let next = self.registry.trigger_stop(history);
+        // ANCHOR: stop_limit
+        // The Stop hooks send the model back at most as often as the loop
+        // allows. One more is refused here rather than by the loop, so
+        // the turn's real end is known: without that, a hook that is never
+        // satisfied (a settings file's Stop command that always exits 2)
+        // would end the turn with no memory extraction.
+        let next = self
+            .registry
+            .trigger_stop(history)
+            .filter(|_| self.stop_continuations < Limits::default().max_stop_continuations);
+        if next.is_some() {
+            self.stop_continuations += 1;
+        }
+        // ANCHOR_END: stop_limit
         // Extract only when the turn really ends; memory never continues it.
         if next.is_none() {
             self.memory.after_turn(history).await;

@@ -239,6 +239,24 @@ impl WorktreeManager {
     }
     // ANCHOR_END: bound_to
 
+    // ANCHOR: released
+    /// Whether the lead has let the worktree `name` go: `Some(Keep)` or
+    /// `Some(Remove)` when that is the last thing done to it, `None` while
+    /// it stands as created (or nothing is known of it). A teammate that
+    /// worked there stays there until then. Reads only the event log,
+    /// which holds what git did and nothing it refused, so a directory that
+    /// vanished by itself is not a release: the teammate's tools fail
+    /// there, loudly, instead of quietly moving to the main checkout.
+    pub fn released(&self, name: &str) -> Option<EventKind> {
+        self.events()
+            .into_iter()
+            .rev()
+            .find(|event| event.worktree == name)
+            .map(|event| event.kind)
+            .filter(|kind| *kind != EventKind::Create)
+    }
+    // ANCHOR_END: released
+
     /// Every event in `.worktrees/events.jsonl`, oldest first, skipping
     /// lines that cannot be read.
     pub fn events(&self) -> Vec<Event> {

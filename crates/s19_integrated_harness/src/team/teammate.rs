@@ -46,7 +46,8 @@ use crate::tasks::tools::{self as task_tools, Caller};
 
 use super::autonomy::{self, Autonomy, CurrentTask, ScanCount};
 use super::board_tools;
-use crate::worktrees::WorktreeManager;
+use crate::worktrees::tools as worktree_tools;
+use crate::worktrees::{BoundWorktree, EventKind, WorktreeManager};
 
 /// Model calls a teammate may make on one assignment.
 pub const TEAMMATE_MAX_ROUNDS: usize = 50;
@@ -92,6 +93,15 @@ fn current(task: &CurrentTask) -> MutexGuard<'_, Option<String>> {
     task.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The worktree a teammate is bound to: the one it last worked in, until
+/// the lead keeps or removes it (lesson 17). Shared by its tools (which
+/// run there) and its runtime (whose assignments say so).
+pub type Binding = Arc<Mutex<Option<BoundWorktree>>>;
+
+fn binding(bound: &Binding) -> MutexGuard<'_, Option<BoundWorktree>> {
+    bound.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// A teammate's plan gate, shared by its tools and its runtime.
 pub type SharedGate = Arc<Mutex<PlanGate>>;
 
@@ -105,7 +115,8 @@ pub async fn run(shared: Shared, spec: Spec, cancel: CancellationToken) {
     let name = spec.name.clone();
     let plan_gate: SharedGate = Arc::new(Mutex::new(PlanGate::new(spec.require_plan)));
     let held: CurrentTask = Arc::new(Mutex::new(None));
-    let mut agent = agent_for(&shared, &spec, &plan_gate, &held);
+    let bound: Binding = Arc::new(Mutex::new(None));
+    let mut agent = agent_for(&shared, &spec, &plan_gate, &held, &bound);
     let mut history: Vec<Turn> = Vec::new();
     let mut assignment = Some(format!("[Assignment from {LEAD}]\n{}", spec.prompt));
     loop {
@@ -139,7 +150,7 @@ pub async fn run(shared: Shared, spec: Spec, cancel: CancellationToken) {
             report(&shared, &name, outcome);
         }
         // IDLE: mail first; between waits, the board.
-        match idle(&shared, &name, &plan_gate, &held, &cancel).await {
+        match idle(&shared, &name, &plan_gate, &held, &bound, &cancel).await {
             Idle::Work(prompt) => assignment = Some(prompt),
             Idle::Shutdown => {
                 shared
@@ -169,6 +180,7 @@ async fn idle(
     name: &str,
     plan_gate: &SharedGate,
     held: &CurrentTask,
+    bound: &Binding,
     cancel: &CancellationToken,
 ) -> Idle {
     let mut pause = shared.autonomy.scan_first;
@@ -198,12 +210,22 @@ async fn idle(
                     }
                     shared.roster.update(name, Status::Working, format!("claimed task {}", leased.task.id));
                     let mut prompt = autonomy::assignment(&leased);
+                    let stays = binding(bound)
+                        .clone()
+                        .filter(|old| shared.worktrees.released(&old.name).is_none());
                     if let Some(bound) = shared.worktrees.bound_to(&leased.task.id) {
                         prompt.push_str(&format!(
                             "\nThis task has its own git worktree, `{}`: your files and commands \
                              are there, on branch wt/{}, not in the main checkout. Commit your \
                              work there when it is done.",
                             bound.name, bound.name
+                        ));
+                    } else if let Some(old) = stays {
+                        prompt.push_str(&format!(
+                            "\nThis task has no worktree of its own, so you stay in `{}`, on \
+                             branch wt/{}, where you worked last, until {LEAD} keeps or removes \
+                             it: your files and commands are there, not in the main checkout.",
+                            old.name, old.name
                         ));
                     }
                     return Idle::Work(prompt);
@@ -462,6 +484,7 @@ fn agent_for(
     spec: &Spec,
     plan_gate: &SharedGate,
     held: &CurrentTask,
+    bound: &Binding,
 ) -> Agent<TeammateHooks> {
     let own_notices = Notices::new();
     let context = ToolContext {
@@ -492,6 +515,7 @@ fn agent_for(
         gate: Arc::clone(plan_gate),
         context,
         held: Arc::clone(held),
+        bound: Arc::clone(bound),
         worktrees: shared.worktrees.clone(),
     };
     let mut agent =
@@ -606,33 +630,82 @@ struct TeammateHooks {
     compactor: Compactor,
     gate: SharedGate,
     context: ToolContext,
-    /// The task it holds, and the worktrees, to know where its tools run.
+    /// The task it holds, the worktree it is bound to, and the worktrees,
+    /// to know where its tools run.
     held: CurrentTask,
+    bound: Binding,
     worktrees: WorktreeManager,
+}
+
+/// Where one tool call runs, and what the teammate must be told about it.
+struct Place {
+    context: ToolContext,
+    /// Said with the call's result when the binding just ended.
+    note: Option<String>,
 }
 
 impl TeammateHooks {
     // ANCHOR: place
-    /// Where this call runs: the worktree bound to the task the teammate
-    /// holds, or the main workspace. Looked up per call, so claiming or
-    /// completing a task moves the teammate at once. The worktree becomes
-    /// the call's whole [`Workspace`], so paths are confined to it exactly
-    /// as lesson 2 confines them to the workspace.
-    fn place(&self) -> Result<ToolContext, String> {
+    /// Where this call runs: the worktree the teammate is bound to, or the
+    /// main workspace.
+    ///
+    /// Claiming a task that has a worktree binds the teammate to it. The
+    /// binding outlives the task: after `complete_task` the teammate may
+    /// still commit, or fix what the lead asks for by message, and that
+    /// work belongs on the task's branch, never in the user's checkout. So
+    /// it ends only when the lead keeps or removes the worktree (read from
+    /// the event log, see [`WorktreeManager::released`]); the call that
+    /// first runs in the main workspace again says so in its result.
+    /// Claiming another task that has its own worktree moves the teammate
+    /// there: that task's work belongs on that task's branch, and neither
+    /// is the main checkout. A task without a worktree leaves it where it
+    /// is bound. Looked up per call, so a claim, or the lead's keep or
+    /// remove, takes effect at once. The worktree becomes the call's whole
+    /// [`Workspace`], so paths are confined to it exactly as lesson 2
+    /// confines them to the workspace.
+    fn place(&self) -> Result<Place, String> {
         let task = current(&self.held).clone();
-        let Some(bound) = task.and_then(|id| self.worktrees.bound_to(&id)) else {
-            return Ok(self.context.clone());
+        let mut bound = binding(&self.bound);
+        if let Some(worktree) = task.and_then(|id| self.worktrees.bound_to(&id)) {
+            *bound = Some(worktree);
+        } else if let Some(worktree) = bound.clone()
+            && let Some(release) = self.worktrees.released(&worktree.name)
+        {
+            *bound = None;
+            let done = if release == EventKind::Remove {
+                format!("removed the worktree `{}`", worktree.name)
+            } else {
+                format!("kept the worktree `{}` for review", worktree.name)
+            };
+            let note = format!(
+                "[{LEAD} has {done}, so your work there is over: from now on your files and \
+                 commands are in the main checkout, {}.]",
+                self.context.workspace.root().display()
+            );
+            return Ok(Place {
+                context: self.context.clone(),
+                note: Some(note),
+            });
+        }
+        let Some(worktree) = bound.clone() else {
+            return Ok(Place {
+                context: self.context.clone(),
+                note: None,
+            });
         };
-        let workspace = Workspace::new(&bound.path).map_err(|error| {
+        let workspace = Workspace::new(&worktree.path).map_err(|error| {
             format!(
-                "The worktree `{}` of your task cannot be used ({error}); ask {LEAD} to \
-                 recreate it.",
-                bound.name
+                "The worktree `{}` you work in cannot be used ({error}); ask {LEAD} to \
+                 recreate or remove it.",
+                worktree.name
             )
         })?;
-        Ok(ToolContext {
-            workspace,
-            ..self.context.clone()
+        Ok(Place {
+            context: ToolContext {
+                workspace,
+                ..self.context.clone()
+            },
+            note: None,
         })
     }
     // ANCHOR_END: place
@@ -668,12 +741,17 @@ impl Hooks for TeammateHooks {
         if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);
         }
-        let context = match self.place() {
-            Ok(context) => context,
+        let place = match self.place() {
+            Ok(place) => place,
             Err(why) => return ToolOutput::error(why),
         };
-        let output = self.tools.dispatch(call, &context).await;
-        self.registry.trigger_post_tool_use(call, output)
+        let output = self.tools.dispatch(call, &place.context).await;
+        let mut output = self.registry.trigger_post_tool_use(call, output);
+        if let Some(note) = place.note {
+            self.context.notices.emit(worktree_tools::TAG, note.clone());
+            output.text = format!("{note}\n\n{}", output.text);
+        }
+        output
     }
     // ANCHOR_END: gate
 

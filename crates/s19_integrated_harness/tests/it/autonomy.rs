@@ -177,6 +177,113 @@ async fn an_empty_board_keeps_the_team_idle_and_quiet() {
     }
 }
 
+/// Waits (in the test's paused time) until every teammate is idle.
+async fn until_idle(agent: &Agent<lesson::LessonHooks>) {
+    while agent
+        .hooks
+        .team()
+        .list()
+        .iter()
+        .any(|member| member.status != lesson::team::Status::Idle)
+    {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Waits (in paused time) until task `id` has an owner, and returns it.
+async fn until_owned(tasks: &TaskBoard, id: &str) -> String {
+    loop {
+        if let Some(owner) = tasks.get(id).ok().and_then(|task| task.owner) {
+            return owner;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+// The clock is tokio's paused one: every pause below is the teammate's own
+// timer firing, not the test waiting on the wall.
+#[tokio::test(start_paused = true)]
+async fn an_idle_teammate_reads_the_board_once_a_pause_and_claims_new_work_at_its_next_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = board(dir.path());
+    let every = Duration::from_secs(2);
+    let steady = Autonomy {
+        scan_first: every,
+        scan_max: every,
+        ..Autonomy::default()
+    };
+    let mut agent = team(dir.path(), &["t1"], 1, steady);
+    let mut history = Vec::new();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+    until_idle(&agent).await;
+    let scans = agent.hooks.team().shared().scans.clone();
+
+    // Twenty pauses with nothing on the board: about twenty reads, not
+    // thousands.
+    let before = scans.get();
+    tokio::time::sleep(every * 20).await;
+    let idle_scans = scans.get() - before;
+    assert!(
+        (19..=21).contains(&idle_scans),
+        "one scan a pause over twenty pauses, not {idle_scans}"
+    );
+
+    // Work appears: the next scan claims it, within one pause.
+    let before = scans.get();
+    let appeared = tokio::time::Instant::now();
+    tasks.create("late work", "", &[]).unwrap();
+    assert_eq!(until_owned(&tasks, "1").await, "t1");
+    let waited = appeared.elapsed();
+    let polls = scans.get() - before;
+    assert!(waited <= every, "claimed {waited:?} after it appeared");
+    assert!(
+        (1..=2).contains(&polls),
+        "claimed within one or two scans, not {polls}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_long_idle_spell_new_work_is_claimed_within_the_longest_pause() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = board(dir.path());
+    let autonomy = Autonomy::default();
+    let longest = autonomy.scan_max;
+    let mut agent = team(dir.path(), &["t1"], 1, autonomy);
+    let mut history = Vec::new();
+    support::turn(&mut agent, &mut history, "go")
+        .await
+        .0
+        .unwrap();
+    until_idle(&agent).await;
+    // An hour idle: the pause has long reached its maximum, and stays there.
+    let scans = agent.hooks.team().shared().scans.clone();
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    let idle_scans = scans.get();
+    // 1 + 2 + 4 + 8 + 16 s, then one scan every 30 s.
+    assert!(
+        (120..=126).contains(&idle_scans),
+        "an hour of idling read the board {idle_scans} times"
+    );
+
+    let before = scans.get();
+    let appeared = tokio::time::Instant::now();
+    tasks.create("late work", "", &[]).unwrap();
+    assert_eq!(until_owned(&tasks, "1").await, "t1");
+    assert!(
+        appeared.elapsed() <= longest,
+        "claimed {:?} after it appeared",
+        appeared.elapsed()
+    );
+    assert_eq!(
+        scans.get() - before,
+        1,
+        "the first scan after it appeared claimed it"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_whose_owner_died_is_reclaimed_when_its_lease_expires_and_the_lead_is_told() {
     let dir = tempfile::tempdir().unwrap();

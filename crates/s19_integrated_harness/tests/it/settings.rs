@@ -674,6 +674,44 @@ async fn a_stop_hook_exiting_2_sends_the_model_back_to_work() {
     assert_eq!(input["last_assistant_message"], "tests pass");
 }
 
+#[tokio::test]
+async fn a_stop_hook_that_never_lets_go_still_leaves_the_turn_end_to_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    // Always exits 2: it would send the model back forever.
+    let settings = parse(
+        "[[hooks.Stop]]\ncommand = \"cat > /dev/null; echo 'run the tests first' >&2; exit 2\"\n",
+    )
+    .unwrap();
+    let model = Arc::new(ScriptedModel::new(vec![
+        Reply::text("done 1"),
+        Reply::text("done 2"),
+        Reply::text("done 3"),
+        Reply::text("done 4"),
+        Reply::text("never played"),
+    ]));
+    let options = lesson::Options {
+        settings,
+        ..support::options()
+    };
+    let mut agent = support::agent_with(dir.path(), model.clone(), options);
+    let mut history = Vec::new();
+    let (outcome, _) = support::turn(&mut agent, &mut history, "go").await;
+    outcome.unwrap();
+    validate(&history).unwrap();
+
+    // The hook used up the loop's continuations, and the turn ended...
+    let cap = agent.limits.max_stop_continuations;
+    assert_eq!(model.requests().len(), 1 + cap);
+    assert_eq!(model.remaining(), 1);
+    // ...with memory's extraction, once, as at any turn's end.
+    let extractions = model
+        .side_requests()
+        .iter()
+        .filter(|request| request.to_string().contains("extract what is worth"))
+        .count();
+    assert_eq!(extractions, 1, "memory extraction ran at the turn's end");
+}
+
 // ---------------------------------------------------------------- MCP servers
 
 /// A settings file that configures the course's example MCP server as
