@@ -87,12 +87,9 @@
 //!     `xtask`, each lesson, each example), no files take names from each
 //!     other in a loop, by `use` or by a path written inline; a re-export
 //!     alone, a reference up to an ancestor module and test-only code are
-//!     no import. See [`crate::circles`]. A circle listed in
-//!     [`KNOWN_CIRCLES`] (found, not undone yet) passes while it stays as
-//!     it is; one listed that is gone is reported, so the list only shrinks.
+//!     no import. See [`crate::circles`].
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -1266,50 +1263,9 @@ fn counts(root: &Path, lessons: &[Lesson], problems: &mut Vec<Problem>) -> Resul
     Ok(())
 }
 
-/// Import circles that are known and not undone yet (issue 26), as rule 14
-/// reports them: the crate, and the files of the loop. One of them that
-/// changes is reported; one that is gone must leave this list.
-const KNOWN_CIRCLES: &[(&str, &str)] = &[
-    (
-        "shared",
-        "src/model/anthropic.rs -> src/model/config.rs -> src/model/anthropic.rs",
-    ),
-    (
-        "crates/s20_workflow_runtime",
-        "src/workflow/ctx.rs -> src/workflow/run.rs -> src/workflow/registry.rs -> src/workflow/review_changes.rs -> src/workflow/ctx.rs",
-    ),
-    (
-        "crates/s21_goal_loop",
-        "src/workflow/ctx.rs -> src/workflow/run.rs -> src/workflow/registry.rs -> src/workflow/review_changes.rs -> src/workflow/ctx.rs",
-    ),
-];
-
 /// Rule 15.
 fn import_circles(root: &Path, problems: &mut Vec<Problem>) -> Result<()> {
-    let found = circles::circles(root)?;
-    for (krate, files) in KNOWN_CIRCLES {
-        let present = found
-            .iter()
-            .any(|circle| circle.krate == *krate && circle.files.join(" -> ") == *files);
-        // Reported only where the files are (not in a test's repository).
-        let first = files.split(" -> ").next().unwrap_or_default();
-        if !present && root.join(krate).join(first).is_file() {
-            problems.push(problem(
-                *krate,
-                format!(
-                    "no longer has the import circle {files}: remove it from KNOWN_CIRCLES in xtask/src/check.rs"
-                ),
-            ));
-        }
-    }
-    for circle in found {
-        let files = circle.files.join(" -> ");
-        if KNOWN_CIRCLES
-            .iter()
-            .any(|(krate, known)| circle.krate == *krate && files == *known)
-        {
-            continue;
-        }
+    for circle in circles::circles(root)? {
         problems.push(problem(
             &circle.krate,
             format!(

@@ -26,10 +26,10 @@ use std::path::Path;
 use anyhow::Result;
 use pulldown_cmark::{Event, Options, Parser, Tag};
 
-use crate::problem::Problem;
 use crate::i18n::{self, Edition};
 use crate::lessons;
 use crate::markdown;
+use crate::problem::Problem;
 
 /// The id of the glossary heading whose table lists the variants.
 const SECTION_ID: &str = "{#forbidden}";

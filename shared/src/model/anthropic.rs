@@ -47,6 +47,9 @@ use crate::protocol::{ContentBlock, Delta, Request, Response, StopReason, ToolUs
 /// The API version this client speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
+/// The Anthropic endpoint used when `ANTHROPIC_BASE_URL` is not set.
+pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+
 /// How to reach the API.
 #[derive(Debug, Clone)]
 pub struct AnthropicConfig {
@@ -62,7 +65,7 @@ pub struct AnthropicConfig {
 impl Default for AnthropicConfig {
     fn default() -> Self {
         Self {
-            base_url: super::config::DEFAULT_ANTHROPIC_BASE_URL.to_string(),
+            base_url: DEFAULT_ANTHROPIC_BASE_URL.to_string(),
             api_key: None,
             auth_token: None,
             timeouts: Timeouts::default(),

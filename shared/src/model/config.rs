@@ -17,6 +17,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use super::Model;
+pub use super::anthropic::DEFAULT_ANTHROPIC_BASE_URL;
 use super::anthropic::{AnthropicClient, AnthropicConfig};
 use super::openai::{OpenAiClient, OpenAiConfig};
 use super::scripted::{Script, ScriptedModel};
@@ -25,9 +26,6 @@ use crate::error::{SelectModelError, UnknownProvider};
 
 /// The model used when neither `--model` nor `MODEL_ID` names one.
 pub const DEFAULT_MODEL_ID: &str = "claude-sonnet-4-5";
-
-/// The Anthropic endpoint used when `ANTHROPIC_BASE_URL` is not set.
-pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 
 /// Which kind of model to talk to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -89,9 +89,14 @@ fn cargo(dir: &Path, target_dir: &Path) -> Command {
     // every crate above.
     for (key, _) in std::env::vars_os() {
         let name = key.to_string_lossy();
-        let from_cargo_run = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_", "CARGO_BIN_"]
-            .iter()
-            .any(|prefix| name.starts_with(prefix))
+        let from_cargo_run = [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_CRATE_",
+            "CARGO_BIN_",
+        ]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
             || ["CARGO_PRIMARY_PACKAGE", "OUT_DIR", "RUSTC_WRAPPER"].contains(&name.as_ref());
         if from_cargo_run {
             command.env_remove(&key);

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::meta::{WorkflowInputError, WorkflowMeta};
-use super::{BoxFuture, WorkflowCtx, WorkflowError, review_changes};
+use super::{BoxFuture, WorkflowCtx, WorkflowError};
 
 /// A workflow's code.
 pub type WorkflowFn =
@@ -37,15 +37,6 @@ pub struct Registered {
 #[derive(Clone)]
 pub struct WorkflowRegistry {
     workflows: BTreeMap<String, Registered>,
-}
-
-impl Default for WorkflowRegistry {
-    /// The course's sample, `review-changes`.
-    fn default() -> Self {
-        let mut registry = Self::empty();
-        registry.register(review_changes::meta(), review_changes::run);
-        registry
-    }
 }
 
 impl WorkflowRegistry {

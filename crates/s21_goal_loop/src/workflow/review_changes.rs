@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::ctx::{AgentCall, WorkflowCtx, stage};
 use super::meta::WorkflowMeta;
+use super::registry::WorkflowRegistry;
 use super::{BoxFuture, WorkflowError};
 
 /// The workflow's name.
@@ -37,6 +38,18 @@ pub fn meta() -> WorkflowMeta {
          Args: {\"dimensions\": [...]} (optional).",
         ["Review", "Verify"],
     )
+}
+
+/// The registry a session starts with: this sample alone. It is written
+/// here rather than beside the registry because the sample stands above
+/// it (a workflow runs through the registry's runner), so the registry
+/// naming the sample would make the two import each other.
+impl Default for WorkflowRegistry {
+    fn default() -> Self {
+        let mut registry = WorkflowRegistry::empty();
+        registry.register(meta(), run);
+        registry
+    }
 }
 
 // ANCHOR: schemas
