@@ -79,8 +79,8 @@ fn list_spec() -> ToolSpec {
 fn shutdown_spec() -> ToolSpec {
     ToolSpec::new(
         "request_shutdown",
-        "Ask a teammate to shut down. It finishes its current step, confirms, and stops; \
-         the confirmation arrives as a team event.",
+        "Ask a teammate to shut down. It reads the request when its current turn is over, \
+         confirms, and stops; the confirmation arrives as a team event.",
         json!({
             "type": "object",
             "properties": {"name": {"type": "string"}},
