@@ -18,14 +18,15 @@
 //! into the file.
 //!
 //! It is loaded defensively, entry by entry: a file that is not JSON, or an
-//! entry without a `command`, is reported (a notice naming the file, the key
-//! and the reason) and skipped; the other entries still load.
+//! entry without what its type needs (a `command` for stdio, a `url` for
+//! http), is reported (a notice naming the file, the key and the reason)
+//! and skipped; the other entries still load.
 //!
 //! An entry is read strictly: a field this lesson does not know (a
-//! misspelt `agrs`, or another client's `cwd` or `url`) is refused, with
-//! the same notice, rather than ignored, since a server started without
-//! the arguments the user wrote would misbehave with no word why. So the
-//! file serves other clients only as far as its entries use these fields.
+//! misspelt `agrs`, or another client's `cwd`) is refused, with the same
+//! notice, rather than ignored, since a server started without the
+//! arguments the user wrote would misbehave with no word why. So the file
+//! serves other clients only as far as its entries use these fields.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
