@@ -75,7 +75,7 @@ fn over_stdio_it_answers_the_handshake_lists_its_tools_and_ends_with_its_input()
         assert!(names.contains(&expected), "{names:?}");
     }
 
-    drop(send);
+    // Closing standard input is how a stdio client hangs up.
     drop(input);
     let status = server.wait().unwrap();
     assert!(
