@@ -484,6 +484,13 @@ async fn a_debug_trace_shows_the_turn_its_model_calls_and_its_tool_calls_as_span
         .finish();
     // The test runs on one thread, so the default holds for the whole turn.
     let _guard = tracing::subscriber::set_default(subscriber);
+    // tracing caches whether a callsite is wanted once, for the process.
+    // While one dispatcher is alive it asks the thread that reaches the
+    // callsite first, and a sibling test's thread has no subscriber, so it
+    // would cache "never" for the spans this test reads. With a second live
+    // dispatcher tracing asks them all, and ours says yes.
+    let _anchor = tracing::Dispatch::new(tracing_subscriber::registry());
+    tracing::callsite::rebuild_interest_cache();
     let (mut agent, _) = agent(vec![
         Reply::tool("echo", json!({"text": "a"})),
         Reply::text("done"),

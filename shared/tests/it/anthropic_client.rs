@@ -800,6 +800,11 @@ async fn the_key_never_leaks() {
         .finish();
     // A current-thread runtime: every task of this test logs here.
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Without a second live dispatcher, tracing would ask a sibling test's
+    // thread (which has no subscriber) whether a callsite is wanted and cache
+    // its "never" for the process, and this check would pass on no output.
+    let _anchor = tracing::Dispatch::new(tracing_subscriber::registry());
+    tracing::callsite::rebuild_interest_cache();
 
     let both = AnthropicClient::new(AnthropicConfig {
         auth_token: Some(Secret::new(API_KEY)),

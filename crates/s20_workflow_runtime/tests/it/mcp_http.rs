@@ -351,6 +351,11 @@ async fn a_token_from_a_variable_is_sent_and_never_shown_or_logged() {
         .with_writer(move || writer.clone())
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Without a second live dispatcher, tracing would ask a sibling test's
+    // thread (which has no subscriber) whether a callsite is wanted and cache
+    // its "never" for the process, and this check would pass on no output.
+    let _anchor = tracing::Dispatch::new(tracing_subscriber::registry());
+    tracing::callsite::rebuild_interest_cache();
 
     // No variable: a clear error naming it, before any request.
     let (hub_without, notices_without) = hub(dir.path(), &[]);
