@@ -122,9 +122,9 @@ impl PlanGate {
     }
 
     // ANCHOR: allows
-    /// Whether the teammate may call `tool` now; if not, the message the
+    /// Whether the teammate may call `tool` now; if not, why, which the
     /// model sees instead of the tool's result.
-    pub fn allows(&self, tool: &str) -> Result<(), String> {
+    pub fn allows(&self, tool: &str) -> Result<(), Blocked> {
         if ALLOWED_BEFORE_APPROVAL.contains(&tool) {
             return Ok(());
         }
@@ -141,10 +141,21 @@ impl PlanGate {
                  {SUBMIT_PLAN_TOOL} and wait for approval"
             ),
         };
-        Err(format!(
-            "Blocked: plan status is {}; `{tool}` is not a read-only tool, so {next}",
-            self.status
-        ))
+        Err(Blocked {
+            status: self.status.to_string(),
+            tool: tool.to_string(),
+            next,
+        })
     }
     // ANCHOR_END: allows
+}
+
+/// A tool call the plan gate refused: which tool, the plan's status, and
+/// what the teammate must do before the tool runs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Blocked: plan status is {status}; `{tool}` is not a read-only tool, so {next}")]
+pub struct Blocked {
+    status: String,
+    tool: String,
+    next: String,
 }

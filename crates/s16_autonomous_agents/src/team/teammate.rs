@@ -616,8 +616,8 @@ impl Hooks for TeammateHooks {
     async fn run_tool(&mut self, call: &ToolUse) -> ToolOutput {
         // The plan gate is enforced here, in code, not by asking the model
         // to wait.
-        if let Err(why) = gate(&self.gate).allows(&call.name) {
-            return ToolOutput::error(why);
+        if let Err(blocked) = gate(&self.gate).allows(&call.name) {
+            return ToolOutput::error(blocked.to_string());
         }
         if let Some(reason) = self.registry.trigger_pre_tool_use(call) {
             return ToolOutput::error(reason);

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 use super::message::NameError;
+use super::protocol::ProtocolError;
+use super::roster::Status;
 
 /// An error of the message bus or of one mailbox.
 #[derive(Debug, Error)]
@@ -60,5 +62,54 @@ impl BusError {
             path,
             source,
         }
+    }
+}
+
+/// Why the team refused what the lead or a teammate asked of it: start a
+/// teammate, send a message, open or answer a request. The text is what
+/// the model reads after "Not sent: " or "Teammate not started: ".
+#[derive(Debug, Error)]
+pub enum TeamError {
+    /// A name that cannot be an agent's.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// The bus could not deliver.
+    #[error(transparent)]
+    Bus(#[from] BusError),
+    /// The request could not be opened or answered.
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+    /// A teammate may not take the lead's name.
+    #[error("`{0}` is the lead's own name; choose another")]
+    LeadsName(&'static str),
+    /// The name is taken by a teammate on the team.
+    #[error(
+        "a teammate named `{0}` is already on the team; choose another name, or send it a \
+         message instead"
+    )]
+    Taken(String),
+    /// `all` with nobody else on the team.
+    #[error("there are no other teammates")]
+    NoOtherTeammates,
+    /// A message to oneself.
+    #[error("`{0}` is yourself")]
+    Yourself(String),
+    /// A teammate that has stopped or is stopping.
+    #[error("`{name}` is {status}")]
+    NotRunning { name: String, status: Status },
+    /// A shutdown asked of a teammate that has stopped or is stopping.
+    #[error("`{name}` is already {status}")]
+    AlreadyStopped { name: String, status: Status },
+    /// A name that is not on the team; `team` lists who is.
+    #[error("no teammate named `{name}`; {}", describe_team(team))]
+    Unknown { name: String, team: Vec<String> },
+}
+
+/// The team as an unknown name's error lists it.
+fn describe_team(team: &[String]) -> String {
+    if team.is_empty() {
+        "the team is empty".to_string()
+    } else {
+        format!("the team is: {}", team.join(", "))
     }
 }

@@ -14,19 +14,18 @@ use shared::hooks::ToolOutput;
 use shared::protocol::ToolSpec;
 use shared::tools::input::parse_input;
 
+use super::error::TeamError;
 use super::roster::{Member, Roster};
-use super::{BusError, Message, MessageBus, MessageKind, NameError};
+use super::{Message, MessageBus, MessageKind, NameError};
 
 /// The lead's name on the bus.
 pub const LEAD: &str = "lead";
 
-/// Posts a message built by `Message::new`, turning either failure into
-/// one line of text.
-pub fn post(bus: &MessageBus, message: Result<Message, NameError>) -> Result<(), String> {
-    let message = message.map_err(|error| error.to_string())?;
-    bus.send_message(message)
-        .map(|_| ())
-        .map_err(|error: BusError| error.to_string())
+/// Posts a message built by `Message::new`: a bad name or a bus that
+/// cannot deliver is one error.
+pub fn post(bus: &MessageBus, message: Result<Message, NameError>) -> Result<(), TeamError> {
+    bus.send_message(message?)?;
+    Ok(())
 }
 
 /// What `send_message` takes, from the lead and from teammates alike.
@@ -78,7 +77,7 @@ pub fn send_message(bus: &MessageBus, roster: &Roster, me: &str, input: &Value) 
 /// or (`all`) every live teammate but the sender. A name that is not on the
 /// team is refused, so no mailbox is made for an agent that will never
 /// read it.
-pub fn recipients(roster: &Roster, from: &str, to: &str) -> Result<Vec<String>, String> {
+pub fn recipients(roster: &Roster, from: &str, to: &str) -> Result<Vec<String>, TeamError> {
     let members = roster.list();
     if to == "all" {
         let all: Vec<String> = members
@@ -87,33 +86,31 @@ pub fn recipients(roster: &Roster, from: &str, to: &str) -> Result<Vec<String>, 
             .map(|member| member.name)
             .collect();
         return if all.is_empty() {
-            Err("there are no other teammates".to_string())
+            Err(TeamError::NoOtherTeammates)
         } else {
             Ok(all)
         };
     }
     if to == from {
-        return Err(format!("`{to}` is yourself"));
+        return Err(TeamError::Yourself(to.to_string()));
     }
     if to == LEAD {
         return Ok(vec![to.to_string()]);
     }
     match members.iter().find(|member| member.name == to) {
         Some(member) if member.is_alive() => Ok(vec![to.to_string()]),
-        Some(member) => Err(format!("`{to}` is {}", member.status)),
+        Some(member) => Err(TeamError::NotRunning {
+            name: to.to_string(),
+            status: member.status.clone(),
+        }),
         None => Err(unknown_teammate(to, &members)),
     }
 }
 
 /// The error for a name that is not on the team.
-pub fn unknown_teammate(name: &str, members: &[Member]) -> String {
-    if members.is_empty() {
-        format!("no teammate named `{name}`; the team is empty")
-    } else {
-        let names: Vec<&str> = members.iter().map(|member| member.name.as_str()).collect();
-        format!(
-            "no teammate named `{name}`; the team is: {}",
-            names.join(", ")
-        )
+pub fn unknown_teammate(name: &str, members: &[Member]) -> TeamError {
+    TeamError::Unknown {
+        name: name.to_string(),
+        team: members.iter().map(|member| member.name.clone()).collect(),
     }
 }

@@ -715,7 +715,7 @@ fn the_plan_gate_blocks_changes_until_the_plan_is_approved() {
     let mut gate = PlanGate::new(true);
     let blocked = ["bash", "write_file", "edit_file"];
     for tool in blocked {
-        let refusal = gate.allows(tool).unwrap_err();
+        let refusal = gate.allows(tool).unwrap_err().to_string();
         assert!(
             refusal.starts_with("Blocked: plan status is required;"),
             "{refusal}"
@@ -729,7 +729,7 @@ fn the_plan_gate_blocks_changes_until_the_plan_is_approved() {
         .unwrap();
     gate.submitted(&plan.request_id);
     for tool in blocked {
-        let refusal = gate.allows(tool).unwrap_err();
+        let refusal = gate.allows(tool).unwrap_err().to_string();
         assert!(
             refusal.starts_with("Blocked: plan status is pending (req_0001);"),
             "{refusal}"
@@ -788,7 +788,7 @@ fn a_plan_not_yet_approved_lets_only_read_only_tools_through() {
         "mcp__docs__search",
         "a_tool_added_later",
     ] {
-        let refusal = gate.allows(tool).unwrap_err();
+        let refusal = gate.allows(tool).unwrap_err().to_string();
         assert!(
             refusal.starts_with("Blocked: plan status is pending (req_0001);"),
             "{tool}: {refusal}"

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use shared::CancellationToken;
 use tokio::task::JoinHandle;
 
+use super::error::TeamError;
 use super::roster::{Member, Status};
 use super::send::{LEAD, post, recipients, unknown_teammate};
 use super::teammate::{self, Shared, Spec};
@@ -59,18 +60,14 @@ impl Team {
     // ANCHOR: spawn
     /// Starts a teammate on a tokio task of its own. Must be called inside
     /// a tokio runtime.
-    pub fn spawn(&self, spec: Spec) -> Result<(), String> {
-        validate_name(&spec.name).map_err(|error| error.to_string())?;
+    pub fn spawn(&self, spec: Spec) -> Result<(), TeamError> {
+        validate_name(&spec.name)?;
         if spec.name == LEAD {
-            return Err(format!("`{LEAD}` is the lead's own name; choose another"));
+            return Err(TeamError::LeadsName(LEAD));
         }
         let shared = &self.inner.shared;
         if !shared.roster.join(&spec.name, &spec.role) {
-            return Err(format!(
-                "a teammate named `{}` is already on the team; choose another name, or \
-                 send it a message instead",
-                spec.name
-            ));
+            return Err(TeamError::Taken(spec.name));
         }
         // Mail left in this name's mailbox by an earlier session was meant
         // for another teammate that had the name; the new one starts clean.
@@ -106,7 +103,7 @@ impl Team {
     // ANCHOR_END: spawn
 
     /// Sends `content` from `from` to `to` (`all` for every live teammate).
-    pub fn send(&self, from: &str, to: &str, content: &str) -> Result<Vec<String>, String> {
+    pub fn send(&self, from: &str, to: &str, content: &str) -> Result<Vec<String>, TeamError> {
         let shared = &self.inner.shared;
         let recipients = recipients(&shared.roster, from, to)?;
         for recipient in &recipients {
@@ -120,17 +117,22 @@ impl Team {
 
     // ANCHOR: shutdown
     /// Opens a shutdown request to a teammate and sends it.
-    pub fn request_shutdown(&self, name: &str) -> Result<Request, String> {
+    pub fn request_shutdown(&self, name: &str) -> Result<Request, TeamError> {
         let shared = &self.inner.shared;
         match shared.roster.get(name) {
             Some(member) if member.is_alive() => {}
-            Some(member) => return Err(format!("`{name}` is already {}", member.status)),
+            Some(member) => {
+                return Err(TeamError::AlreadyStopped {
+                    name: name.to_string(),
+                    status: member.status,
+                });
+            }
             None => return Err(unknown_teammate(name, &shared.roster.list())),
         }
-        let request = shared
-            .protocols
-            .open(RequestKind::Shutdown, LEAD, name, "Please shut down.")
-            .map_err(|error| error.to_string())?;
+        let request =
+            shared
+                .protocols
+                .open(RequestKind::Shutdown, LEAD, name, "Please shut down.")?;
         post(&shared.bus, request.to_message())?;
         Ok(request)
     }
@@ -141,11 +143,16 @@ impl Team {
     /// closes its plan gate when it reads this, and answers through the
     /// same protocol as a plan required at spawn (`submit_plan` opens a
     /// request, `review_plan` settles it).
-    pub fn request_plan(&self, name: &str, about: &str) -> Result<(), String> {
+    pub fn request_plan(&self, name: &str, about: &str) -> Result<(), TeamError> {
         let shared = &self.inner.shared;
         match shared.roster.get(name) {
             Some(member) if member.is_alive() => {}
-            Some(member) => return Err(format!("`{name}` is {}", member.status)),
+            Some(member) => {
+                return Err(TeamError::NotRunning {
+                    name: name.to_string(),
+                    status: member.status,
+                });
+            }
             None => return Err(unknown_teammate(name, &shared.roster.list())),
         }
         let about = if about.trim().is_empty() {
@@ -169,7 +176,7 @@ impl Team {
         request_id: &str,
         approve: bool,
         feedback: &str,
-    ) -> Result<Request, String> {
+    ) -> Result<Request, TeamError> {
         let shared = &self.inner.shared;
         let request = shared
             .protocols
@@ -179,8 +186,7 @@ impl Team {
                 LEAD,
                 approve,
                 feedback,
-            )
-            .map_err(|error| error.to_string())?
+            )?
             .request;
         post(&shared.bus, request.reply(approve, feedback))?;
         Ok(request)

@@ -44,7 +44,7 @@ pub mod tools;
 
 pub use autonomy::{Autonomy, ScanCount};
 pub use bus::{Delivery, Drained, MessageBus};
-pub use error::BusError;
+pub use error::{BusError, TeamError};
 pub use gate::{PlanGate, PlanStatus};
 pub use lead::{TAG_BUS, Team};
 pub use mailbox::{Mailbox, Skipped, Taken};
