@@ -637,6 +637,18 @@ struct TeammateHooks {
     worktrees: WorktreeManager,
 }
 
+/// A worktree the teammate is bound to that can no longer be a workspace
+/// (its directory is gone): the lead must recreate or remove it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "The worktree `{name}` you work in cannot be used ({source}); ask {LEAD} to recreate or \
+     remove it."
+)]
+struct UnusableWorktree {
+    name: String,
+    source: std::io::Error,
+}
+
 /// Where one tool call runs, and what the teammate must be told about it.
 struct Place {
     context: ToolContext,
@@ -663,7 +675,7 @@ impl TeammateHooks {
     /// remove, takes effect at once. The worktree becomes the call's whole
     /// [`Workspace`], so paths are confined to it exactly as lesson 2
     /// confines them to the workspace.
-    fn place(&self) -> Result<Place, String> {
+    fn place(&self) -> Result<Place, UnusableWorktree> {
         let task = current(&self.held).clone();
         let mut bound = binding(&self.bound);
         if let Some(worktree) = task.and_then(|id| self.worktrees.bound_to(&id)) {
@@ -693,12 +705,9 @@ impl TeammateHooks {
                 note: None,
             });
         };
-        let workspace = Workspace::new(&worktree.path).map_err(|error| {
-            format!(
-                "The worktree `{}` you work in cannot be used ({error}); ask {LEAD} to \
-                 recreate or remove it.",
-                worktree.name
-            )
+        let workspace = Workspace::new(&worktree.path).map_err(|source| UnusableWorktree {
+            name: worktree.name.clone(),
+            source,
         })?;
         Ok(Place {
             context: ToolContext {
@@ -743,7 +752,7 @@ impl Hooks for TeammateHooks {
         }
         let place = match self.place() {
             Ok(place) => place,
-            Err(why) => return ToolOutput::error(why),
+            Err(unusable) => return ToolOutput::error(unusable.to_string()),
         };
         let output = self.tools.dispatch(call, &place.context).await;
         let mut output = self.registry.trigger_post_tool_use(call, output);
