@@ -38,7 +38,7 @@ use shared::notice::Notices;
 use shared::protocol::{ContentBlock, Message, Role, ToolUse};
 use shared::text::truncate_chars;
 
-use super::rules::ToolPattern;
+use super::rules::{ToolPattern, ToolPatternError};
 use super::run::{Ran, run};
 use crate::builtin_hooks::HOOK_TAG;
 use crate::hook_registry::HookRegistry;
@@ -103,7 +103,7 @@ impl CommandHook {
         matcher: Option<&str>,
         command: &str,
         timeout: Duration,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ToolPatternError> {
         let tools = match matcher {
             None => Vec::new(),
             Some(matcher) => matcher

@@ -17,24 +17,36 @@
 
 pub use crate::mcp::ServerConfig;
 
+/// Why a server's name cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServerNameError {
+    #[error("a server needs a name")]
+    Empty,
+    #[error("{name:?} is not a server name: it has {bad:?} (use letters, digits, _ and -)")]
+    BadCharacter { name: String, bad: char },
+    #[error(
+        "{0:?} is not a server name: `__` separates the server from the tool in \
+         mcp__<server>__<tool>"
+    )]
+    DoubleUnderscore(String),
+}
+
 /// Why a server's name cannot be used, if it cannot.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), ServerNameError> {
     if name.is_empty() {
-        return Err("a server needs a name".into());
+        return Err(ServerNameError::Empty);
     }
     if let Some(bad) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-')))
     {
-        return Err(format!(
-            "{name:?} is not a server name: it has {bad:?} (use letters, digits, _ and -)"
-        ));
+        return Err(ServerNameError::BadCharacter {
+            name: name.to_string(),
+            bad,
+        });
     }
     if name.contains("__") {
-        return Err(format!(
-            "{name:?} is not a server name: `__` separates the server from the tool in \
-             mcp__<server>__<tool>"
-        ));
+        return Err(ServerNameError::DoubleUnderscore(name.to_string()));
     }
     Ok(())
 }

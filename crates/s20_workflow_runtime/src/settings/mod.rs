@@ -234,7 +234,7 @@ impl Settings {
             mcp_servers: {
                 for (name, server) in &raw.mcp_servers {
                     mcp::check_name(name)
-                        .map_err(|why| invalid(format!("mcp_servers.{name}"), why))?;
+                        .map_err(|why| invalid(format!("mcp_servers.{name}"), why.to_string()))?;
                     // Lesson 18's own check: a command, and a transport it speaks.
                     server
                         .clone()
@@ -265,7 +265,9 @@ fn rules(key: &str, texts: &[String]) -> Result<Vec<Rule>, (String, String)> {
     texts
         .iter()
         .enumerate()
-        .map(|(index, text)| Rule::parse(text).map_err(|why| (format!("{key}[{index}]"), why)))
+        .map(|(index, text)| {
+            Rule::parse(text).map_err(|why| (format!("{key}[{index}]"), why.to_string()))
+        })
         .collect()
 }
 
@@ -307,7 +309,7 @@ fn hooks(section: HooksSection) -> Result<Vec<CommandHook>, (String, String)> {
                 }
             };
             let hook = CommandHook::new(event, entry.matcher.as_deref(), &entry.command, timeout)
-                .map_err(|why| (key("matcher"), why))?;
+                .map_err(|why| (key("matcher"), why.to_string()))?;
             hooks.push(hook);
         }
     }

@@ -137,44 +137,81 @@ enum Specifier {
     Path(PathPattern),
 }
 
+/// Why a rule from the settings file was refused: the rule as written and
+/// what is wrong with it, for the settings file's refusal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not a rule: {why}")]
+pub struct RuleError {
+    text: String,
+    why: RuleProblem,
+}
+
+/// What is wrong with a rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleProblem {
+    #[error("it is empty")]
+    Empty,
+    #[error("text after the closing ')'")]
+    TextAfterParenthesis,
+    #[error("missing ')'")]
+    MissingParenthesis,
+    #[error(transparent)]
+    Tool(#[from] ToolPatternError),
+    #[error("nothing between the parentheses (write {0} alone to match every call)")]
+    EmptyParentheses(String),
+    #[error("only Bash, Read, Write and Edit take a (…) part, and {0} is not one of them")]
+    TakesNothing(String),
+}
+
+/// Why a tool name pattern (a rule's tool, a hook's matcher) was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolPatternError {
+    #[error("no tool name")]
+    Empty,
+    #[error(
+        "{text:?} is not a tool name: it has {bad:?} (a name has letters, digits, _ - . and \
+         the wildcards * and ?)"
+    )]
+    NotAName { text: String, bad: char },
+}
+
 // ANCHOR: parse
 impl Rule {
     /// Parses `Tool` or `Tool(specifier)`. The error says what is wrong, for
     /// the settings file's refusal.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let not_a_rule = |why: String| format!("{text:?} is not a rule: {why}");
+    pub fn parse(text: &str) -> Result<Self, RuleError> {
+        let not_a_rule = |why: RuleProblem| RuleError {
+            text: text.to_string(),
+            why,
+        };
         let trimmed = text.trim();
         if trimmed.is_empty() {
-            return Err(not_a_rule("it is empty".into()));
+            return Err(not_a_rule(RuleProblem::Empty));
         }
         let (name, inner) = match trimmed.split_once('(') {
             None => (trimmed, None),
             Some((name, rest)) => {
                 let Some(inner) = rest.strip_suffix(')') else {
                     return Err(not_a_rule(if rest.contains(')') {
-                        "text after the closing ')'".into()
+                        RuleProblem::TextAfterParenthesis
                     } else {
-                        "missing ')'".into()
+                        RuleProblem::MissingParenthesis
                     }));
                 };
                 (name, Some(inner))
             }
         };
-        let tool = ToolPattern::parse(name).map_err(not_a_rule)?;
+        let tool = ToolPattern::parse(name).map_err(|error| not_a_rule(error.into()))?;
         let what = match inner {
             None => None,
             Some(inner) if inner.trim().is_empty() => {
-                return Err(not_a_rule(format!(
-                    "nothing between the parentheses (write {name} alone to match every call)"
-                )));
+                return Err(not_a_rule(RuleProblem::EmptyParentheses(name.to_string())));
             }
             Some(inner) => Some(match tool.takes() {
                 Takes::Command => command_specifier(inner.trim()),
                 Takes::Path => Specifier::Path(PathPattern::new(inner.trim())),
                 Takes::Nothing => {
-                    return Err(not_a_rule(format!(
-                        "only Bash, Read, Write and Edit take a (…) part, and {name} is not one of them"
-                    )));
+                    return Err(not_a_rule(RuleProblem::TakesNothing(name.to_string())));
                 }
             }),
         };
@@ -272,10 +309,10 @@ enum Takes {
 
 impl ToolPattern {
     /// `Bash`, `read_file`, `mcp__docs__*`, `mcp__docs`…
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, ToolPatternError> {
         let text = text.trim();
         if text.is_empty() {
-            return Err("no tool name".into());
+            return Err(ToolPatternError::Empty);
         }
         // An MCP name may have any character its server chose; it is
         // normalised below.
@@ -284,10 +321,10 @@ impl ToolPattern {
             .filter(|_| !text.starts_with(names::PREFIX))
             .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '*' | '?')))
         {
-            return Err(format!(
-                "{text:?} is not a tool name: it has {bad:?} (a name has letters, digits, _ - . \
-                 and the wildcards * and ?)"
-            ));
+            return Err(ToolPatternError::NotAName {
+                text: text.to_string(),
+                bad,
+            });
         }
         let name = match text {
             "Bash" => "bash".to_string(),
@@ -482,7 +519,7 @@ mod tests {
                 "only Bash, Read, Write and Edit take a (…) part, and task is not",
             ),
         ] {
-            let error = Rule::parse(text).unwrap_err();
+            let error = Rule::parse(text).unwrap_err().to_string();
             assert!(error.contains(why), "{text:?}: {error}");
         }
     }
