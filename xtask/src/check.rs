@@ -88,6 +88,10 @@
 //!     other in a loop, by `use` or by a path written inline; a re-export
 //!     alone, a reference up to an ancestor module and test-only code are
 //!     no import. See [`crate::circles`].
+//! 16. Typed errors: no `Result<T, String>` and no `Box<dyn Error>` in
+//!     `shared/src` or a lesson's `src/` outside `#[cfg(test)]`; library
+//!     code says which failure it was with an error type of its own. See
+//!     [`crate::error_types`].
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -97,6 +101,7 @@ use anyhow::{Context, Result};
 use crate::circles;
 use crate::claims::{self, Subject};
 use crate::diff;
+use crate::error_types;
 use crate::flags::Flags;
 use crate::i18n::{self, BOOK_SRC, Edition, State};
 use crate::lessons::{self, Lesson};
@@ -163,6 +168,8 @@ pub fn run(root: &Path) -> Result<Vec<Problem>> {
     problems.extend(terms::problems(root, &editions)?);
     // Rule 15.
     import_circles(root, &mut problems)?;
+    // Rule 16.
+    untyped_errors(root, &mut problems)?;
     Ok(problems)
 }
 
@@ -1271,6 +1278,20 @@ fn import_circles(root: &Path, problems: &mut Vec<Problem>) -> Result<()> {
             format!(
                 "has an import circle: {}: move what they share into a file below them, so that each file stands above what it imports",
                 circle.describe()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Rule 16.
+fn untyped_errors(root: &Path, problems: &mut Vec<Problem>) -> Result<()> {
+    for found in error_types::find(root)? {
+        problems.push(problem(
+            &found.file,
+            format!(
+                "writes `{}` in `{}`: say which failure it is with an error type (a thiserror enum or struct whose text is the sentence), not a String or a boxed Error",
+                found.written, found.item
             ),
         ));
     }

@@ -21,6 +21,7 @@ pub mod circles;
 pub mod claims;
 pub mod diff;
 pub mod docs;
+pub mod error_types;
 pub mod flags;
 pub mod fork;
 pub mod i18n;

@@ -1066,3 +1066,33 @@ fn files_that_stand_above_what_they_import_pass() {
     );
     assert_eq!(problems(root), Vec::<String>::new());
 }
+
+#[test]
+fn a_string_or_boxed_error_in_library_code_fails_the_check_and_names_where() {
+    let dir = fixture();
+    let root = dir.path();
+    write(
+        root,
+        "shared/src/plan.rs",
+        "use std::io;\n\n\
+         pub fn parse(text: &str) -> Result<u8, String> {\n    text.parse().map_err(|_| text.to_string())\n}\n\n\
+         pub struct Loader {\n    pub load: fn() -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>>,\n}\n\n\
+         // Typed, or not an error at all: no problem.\n\
+         pub fn names() -> Result<Vec<String>, io::Error> {\n    Ok(Vec::new())\n}\n\
+         pub fn line() -> io::Result<String> {\n    Ok(String::new())\n}\n\
+         pub fn boxed() -> Box<dyn Fn() -> String> {\n    Box::new(String::new)\n}\n\n\
+         #[cfg(test)]\nmod tests {\n    fn helper() -> Result<(), String> {\n        Ok(())\n    }\n}\n",
+    );
+    // (The new file is also missing from the code map: another rule's.)
+    let found: Vec<String> = problems(root)
+        .into_iter()
+        .filter(|problem| !problem.contains("code map"))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "shared/src/plan.rs writes `Result < u8 , String >` in `parse`: say which failure it is with an error type (a thiserror enum or struct whose text is the sentence), not a String or a boxed Error",
+            "shared/src/plan.rs writes `Box < dyn std :: error :: Error + Send + Sync >` in `Loader`: say which failure it is with an error type (a thiserror enum or struct whose text is the sentence), not a String or a boxed Error",
+        ]
+    );
+}
