@@ -175,13 +175,10 @@ mod tests {
     #[test]
     fn a_newer_report_replaces_an_unseen_one_on_the_same_id() {
         let notices = Notices::new();
-        let report = |id: &str, done| Progress {
+        let report = |id: &str, done: usize| Progress {
             id: id.into(),
-            title: "wf".into(),
-            phase: None,
-            running: 0,
-            done,
-            tokens: 0,
+            status: format!("{done} done"),
+            meter: String::new(),
             elapsed: std::time::Duration::ZERO,
             finished: false,
         };

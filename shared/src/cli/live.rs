@@ -90,7 +90,7 @@ impl LiveArea {
     /// `since` is how long ago the report arrived (zero for a fresh one);
     /// the line's clock starts from the report's `elapsed` plus that.
     pub(crate) fn draw(&mut self, prefix: &str, report: &Progress, since: Duration) {
-        let message = format!("{prefix}{}", report.status());
+        let message = format!("{prefix}{}", report.text());
         let clock = report.elapsed + since;
         match self.lines.iter().find(|line| line.id == report.id) {
             Some(line) => {

@@ -586,11 +586,8 @@ mod tests {
     fn report(id: &str, running: usize, done: usize, secs: u64) -> Progress {
         Progress {
             id: id.into(),
-            title: "review".into(),
-            phase: Some("Verify".into()),
-            running,
-            done,
-            tokens: 1_200,
+            status: format!("review · Verify · {running} running · {done} done"),
+            meter: "1.2k tokens".into(),
             elapsed: Duration::from_secs(secs),
             finished: false,
         }
@@ -635,9 +632,9 @@ mod tests {
             &mut TerminalPrinter::plain(),
             &[
                 Event::Progress(&report("wf-1", 3, 0, 1)),
-                // The clock and the tokens alone: nothing to print.
+                // The clock and the meter alone: nothing to print.
                 Event::Progress(&Progress {
-                    tokens: 9_000,
+                    meter: "9.0k tokens".into(),
                     ..report("wf-1", 3, 0, 5)
                 }),
                 Event::Progress(&report("wf-1", 2, 1, 6)),

@@ -40,6 +40,7 @@ const LESSON: Lesson = Lesson {
     id: "t00",
     title: "front end test",
     demo_script: DEMO,
+    demo_model: shared::model::scripted::demo_model,
 };
 
 /// The prompt the finished work sends.
@@ -55,11 +56,8 @@ struct Background {
 fn report(running: usize, done: usize, secs: u64, finished: bool) -> Progress {
     Progress {
         id: "run-1".into(),
-        title: "review".into(),
-        phase: Some("Verify".into()),
-        running,
-        done,
-        tokens: 0,
+        status: format!("review · Verify · {running} running · {done} done"),
+        meter: "0 tokens".into(),
         elapsed: Duration::from_secs(secs),
         finished,
     }

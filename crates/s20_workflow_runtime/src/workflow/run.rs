@@ -113,14 +113,23 @@ impl Run {
     }
 
     // ANCHOR: progress
+    /// `review-changes · Verify · 3 running · 12 done`, with the tokens
+    /// as the meter: they move with every streamed reply, so they are no
+    /// news on their own.
     fn progress(&self, tally: &Tally, finished: bool) -> Progress {
+        let mut status = self.workflow.clone();
+        if let Some(phase) = &tally.phase {
+            status.push_str(" · ");
+            status.push_str(phase);
+        }
+        status.push_str(&format!(
+            " · {} running · {} done",
+            tally.running, tally.done
+        ));
         Progress {
             id: self.id.clone(),
-            title: self.workflow.clone(),
-            phase: tally.phase.clone(),
-            running: tally.running,
-            done: tally.done,
-            tokens: tally.tokens,
+            status,
+            meter: format!("{} tokens", compact_count(tally.tokens)),
             elapsed: self.elapsed(),
             finished,
         }
@@ -129,5 +138,29 @@ impl Run {
 
     fn tally(&self) -> MutexGuard<'_, Tally> {
         self.tally.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// `950`, `4.1k`, `2.3M`: a count short enough for a status line.
+fn compact_count(count: u64) -> String {
+    // The casts only feed one decimal of a display string.
+    #[allow(clippy::cast_precision_loss)]
+    let value = count as f64;
+    match count {
+        0..1_000 => count.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", value / 1e3),
+        _ => format!("{:.1}M", value / 1e6),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compact_count;
+
+    #[test]
+    fn token_counts_are_short_enough_for_a_status_line() {
+        assert_eq!(compact_count(950), "950");
+        assert_eq!(compact_count(4_130), "4.1k");
+        assert_eq!(compact_count(2_300_000), "2.3M");
     }
 }

@@ -482,7 +482,12 @@ async fn runner_entry() {
         // The progress reports count the calls done, each journaled
         // before it counts; the calls after the gate never finish.
         loop {
-            let done = agent.notices.take_progress().iter().map(|p| p.done).max();
+            let done = agent
+                .notices
+                .take_progress()
+                .iter()
+                .map(|p| count(&p.status, "done"))
+                .max();
             if done.is_some_and(|done| done >= gate) {
                 break;
             }
@@ -872,19 +877,34 @@ async fn between_turns_the_notification_is_idle_work_and_progress_reaches_the_ob
     seen.progress.extend(idle.progress);
     let run_id = agent_run_id(&work);
     assert!(seen.progress.iter().all(|report| report.id == run_id));
-    assert!(seen.progress.iter().all(|report| report.title == "fan"));
-    assert!(seen.progress.iter().any(|report| report.running > 0));
+    assert!(
+        seen.progress
+            .iter()
+            .all(|report| report.status.starts_with("fan · "))
+    );
+    assert!(
+        seen.progress
+            .iter()
+            .any(|report| count(&report.status, "running") > 0)
+    );
     let last = seen.progress.last().unwrap();
     assert!(last.finished);
     assert_eq!(
-        (last.running, last.done, last.tokens),
-        (0, 3, 3 * TOKENS_PER_CALL)
+        (last.status.as_str(), last.meter.as_str()),
+        ("fan · 0 running · 3 done", "45 tokens")
     );
+    assert_eq!(3 * TOKENS_PER_CALL, 45);
     assert!(
         seen.progress[..seen.progress.len() - 1]
             .iter()
             .all(|report| !report.finished)
     );
+}
+
+/// The number a progress status gives before `what`: 3 in `fan · 3 running`.
+fn count(status: &str, what: &str) -> usize {
+    let end = status.find(&format!(" {what}")).unwrap();
+    status[..end].rsplit(' ').next().unwrap().parse().unwrap()
 }
 
 /// The run id in a notification.
