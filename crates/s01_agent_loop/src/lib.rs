@@ -22,6 +22,7 @@ pub const LESSON: Lesson = Lesson {
     id: "s01",
     title: "The agent loop",
     demo_script: include_str!("../demo.json"),
+    demo_model: shared::model::scripted::demo_model,
 };
 
 /// What a caller may choose about the agent besides the [`Setup`]. Lesson

@@ -31,6 +31,7 @@ pub const LESSON: Lesson = Lesson {
     id: "s05",
     title: "Todo write",
     demo_script: include_str!("../demo.json"),
+    demo_model: shared::model::scripted::demo_model,
 };
 
 /// What a caller may choose about the agent besides the [`Setup`]. Each

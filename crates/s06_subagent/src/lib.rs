@@ -34,6 +34,7 @@ pub const LESSON: Lesson = Lesson {
     id: "s06",
     title: "Subagent",
     demo_script: include_str!("../demo.json"),
+    demo_model: shared::model::scripted::demo_model,
 };
 
 /// What a caller may choose about the agent besides the [`Setup`]. Each

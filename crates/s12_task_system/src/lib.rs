@@ -45,6 +45,7 @@ pub const LESSON: Lesson = Lesson {
     id: "s12",
     title: "Task system",
     demo_script: include_str!("../demo.json"),
+    demo_model: shared::model::scripted::demo_model,
 };
 
 /// What a caller may choose about the agent besides the [`Setup`]. Each

@@ -23,6 +23,7 @@
 use anyhow::Context;
 use shared::cli::{CommonArgs, Setup};
 use shared::model::config::select_model;
+use shared::model::scripted::demo_model;
 use shared::tools::Workspace;
 
 /// The model and the workspace, chosen as a lesson's binary chooses them
@@ -37,7 +38,8 @@ pub fn setup(
     script: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> anyhow::Result<Setup> {
-    let selected = select_model(&args.model_choice(), env, script).map_err(anyhow::Error::msg)?;
+    let selected =
+        select_model(&args.model_choice(), env, script, demo_model).map_err(anyhow::Error::msg)?;
     let root = match &args.workdir {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,

@@ -43,6 +43,7 @@ use crate::agent::{Agent, TurnError, TurnOutcome};
 use crate::hooks::Hooks;
 use crate::model::Model;
 use crate::model::config::select_model;
+use crate::model::scripted::DemoModel;
 use crate::notice::Notices;
 use crate::protocol::{Message, StopReason, Usage};
 use crate::settings::from_env;
@@ -58,6 +59,10 @@ pub struct Lesson {
     pub title: &'static str,
     /// The lesson's demo script (`demo.json`), embedded with `include_str!`.
     pub demo_script: &'static str,
+    /// How the script becomes the demo model
+    /// ([`demo_model`](crate::model::scripted::demo_model) unless the
+    /// lesson's script has parts of its own).
+    pub demo_model: DemoModel,
 }
 
 /// Everything a lesson needs to build its agent.
@@ -118,7 +123,12 @@ where
     H: Hooks,
     F: FnOnce(Setup) -> anyhow::Result<Agent<H>>,
 {
-    let selected = select_model(&args.model_choice(), &from_env, lesson.demo_script)?;
+    let selected = select_model(
+        &args.model_choice(),
+        &from_env,
+        lesson.demo_script,
+        lesson.demo_model,
+    )?;
     if let Some(notice) = &selected.notice {
         eprintln!("{notice}");
     }

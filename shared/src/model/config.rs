@@ -20,7 +20,7 @@ use super::Model;
 pub use super::anthropic::DEFAULT_ANTHROPIC_BASE_URL;
 use super::anthropic::{AnthropicClient, AnthropicConfig};
 use super::openai::{OpenAiClient, OpenAiConfig};
-use super::scripted::{Script, ScriptedModel};
+use super::scripted::DemoModel;
 pub use super::transport::{Secret, Timeouts};
 use crate::error::{SelectModelError, UnknownProvider};
 
@@ -81,11 +81,13 @@ scripted demo (real tools, scripted model). Set ANTHROPIC_API_KEY, or OPENAI_BAS
 local server, to use a real model.";
 
 /// Picks a provider. `env` looks up a variable (the real environment in the
-/// binaries, a map in tests); `demo_script` is the lesson's embedded script.
+/// binaries, a map in tests); `demo_script` is the lesson's embedded script
+/// and `demo_model` turns it into the demo model.
 pub fn select_model(
     choice: &ModelChoice,
     env: &dyn Fn(&str) -> Option<String>,
     demo_script: &str,
+    demo_model: DemoModel,
 ) -> Result<SelectedModel, SelectModelError> {
     let var = |name: &str| env(name).filter(|value| !value.trim().is_empty());
     let has_anthropic = var("ANTHROPIC_API_KEY").is_some() || var("ANTHROPIC_AUTH_TOKEN").is_some();
@@ -108,7 +110,7 @@ pub fn select_model(
 
     match kind {
         ProviderKind::Demo => {
-            let script = Script::from_json(demo_script).map_err(SelectModelError::DemoScript)?;
+            let model = demo_model(demo_script).map_err(SelectModelError::DemoScript)?;
             let notice = if choice.demo {
                 "[demo model] Running the scripted demo (--demo): real tools, scripted model."
                     .to_string()
@@ -116,7 +118,7 @@ pub fn select_model(
                 DEMO_NOTICE.to_string()
             };
             Ok(SelectedModel {
-                model: Arc::new(ScriptedModel::demo(script)),
+                model,
                 model_id: "demo".to_string(),
                 notice: Some(notice),
             })
@@ -161,6 +163,7 @@ pub fn select_model(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::scripted::demo_model;
     use std::collections::HashMap;
 
     const SCRIPT: &str = r#"{"replies": [{"text": "hi"}]}"#;
@@ -175,7 +178,8 @@ mod tests {
 
     #[test]
     fn no_configuration_means_demo_with_notice() {
-        let selected = select_model(&ModelChoice::default(), &env(&[]), SCRIPT).unwrap();
+        let selected =
+            select_model(&ModelChoice::default(), &env(&[]), SCRIPT, demo_model).unwrap();
         assert_eq!(selected.model.provider(), "demo");
         assert_eq!(selected.notice.as_deref(), Some(DEMO_NOTICE));
     }
@@ -189,6 +193,7 @@ mod tests {
                 ("OPENAI_BASE_URL", "http://x"),
             ]),
             SCRIPT,
+            demo_model,
         )
         .unwrap();
         assert_eq!(selected.model.provider(), "anthropic");
@@ -205,6 +210,7 @@ mod tests {
                 ("MODEL_ID", "qwen3"),
             ]),
             SCRIPT,
+            demo_model,
         )
         .unwrap();
         assert_eq!(selected.model.provider(), "openai");
@@ -217,7 +223,7 @@ mod tests {
             provider: Some(ProviderKind::Anthropic),
             ..ModelChoice::default()
         };
-        let error = select_model(&choice, &env(&[]), SCRIPT).unwrap_err();
+        let error = select_model(&choice, &env(&[]), SCRIPT, demo_model).unwrap_err();
         assert!(
             matches!(error, SelectModelError::MissingAnthropicCredentials),
             "{error}"

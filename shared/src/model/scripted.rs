@@ -18,7 +18,7 @@
 //!   does not shift the script of any lesson before it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -239,6 +239,16 @@ impl Script {
     pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
         serde_json::from_str(json)
     }
+}
+
+/// How a lesson turns its `demo.json` into the demo model: [`demo_model`]
+/// for a plain [`Script`], or a function of the lesson's own when its
+/// script has more to it (lesson 15's team gives each agent a part).
+pub type DemoModel = fn(&str) -> Result<Arc<dyn Model>, serde_json::Error>;
+
+/// The demo model of a lesson whose `demo.json` is a plain [`Script`].
+pub fn demo_model(json: &str) -> Result<Arc<dyn Model>, serde_json::Error> {
+    Ok(Arc::new(ScriptedModel::demo(Script::from_json(json)?)))
 }
 
 /// What happens when a request arrives after the last reply.
