@@ -63,7 +63,7 @@ pub const LESSON: Lesson = Lesson {
     id: "s21",
     title: "Goal loop",
     demo_script: include_str!("../demo.json"),
-    demo_model: shared::model::scripted::demo_model,
+    demo_model: team::scripts::demo_model,
 };
 
 /// What a caller may choose about the agent besides the [`Setup`]. Each

@@ -188,31 +188,6 @@ impl SideRule {
 pub const DEFAULT_SIDE_REPLY: &str = "[]";
 // ANCHOR_END: side_rule
 
-/// The replies of one other agent in a team (lesson 15 on): turns whose
-/// system prompt contains `when` take their replies from here, in order,
-/// instead of from the main script. Agents run at the same time, so one
-/// shared list would hand each reply to whichever agent asked first; a
-/// script per agent keeps every agent's part of a demo or a test
-/// deterministic.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AgentScript {
-    /// Text the turn's system prompt must contain, e.g. the teammate's
-    /// name as its prompt introduces it.
-    pub when: String,
-    pub replies: Vec<Reply>,
-}
-
-impl AgentScript {
-    /// The replies for turns whose system prompt contains `when`.
-    pub fn new(when: impl Into<String>, replies: Vec<Reply>) -> Self {
-        Self {
-            when: when.into(),
-            replies,
-        }
-    }
-}
-
 /// A whole script, as stored in a lesson's `demo.json`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -221,11 +196,8 @@ pub struct Script {
     /// Answers for side queries; see [`SideRule`].
     #[serde(default)]
     pub side_replies: Vec<SideRule>,
-    /// Scripts of the other agents of a team; see [`AgentScript`].
-    #[serde(default)]
-    pub agents: Vec<AgentScript>,
-    /// Replies to turns that something other than the user started (a
-    /// team's events, a scheduled prompt), whose number depends on timing:
+    /// Replies to turns that something other than the user started (an
+    /// event a lesson's mechanism queued), whose number depends on timing:
     /// a turn whose newest message's first block contains a rule's `when`
     /// takes that rule's reply instead of the next one in `replies`. (Only
     /// the first block: events added after a user's prompt do not make the
@@ -274,20 +246,14 @@ pub struct ScriptedModel {
     when_exhausted: WhenExhausted,
     requests: Mutex<Vec<Value>>,
     side: Mutex<SideQueries>,
-    agents: Vec<Agent>,
+    /// Added to every reply's number in its tool-use ids; see
+    /// [`ScriptedModel::numbered_from`].
+    first_number: usize,
     /// Rules for turns started by events; see [`Script::reactions`].
     reactions: Mutex<Vec<(SideRule, usize)>>,
     /// How many reactions have been played, to number their tool calls.
     reacted: AtomicUsize,
     name: &'static str,
-}
-
-/// One other agent's script, how far it has been played, and its requests.
-#[derive(Debug)]
-struct Agent {
-    script: AgentScript,
-    next: AtomicUsize,
-    requests: Mutex<Vec<Value>>,
 }
 
 /// The side-query rules, how often each has answered, and what was asked.
@@ -306,7 +272,7 @@ impl ScriptedModel {
             when_exhausted: WhenExhausted::Fail,
             requests: Mutex::new(Vec::new()),
             side: Mutex::new(SideQueries::default()),
-            agents: Vec::new(),
+            first_number: 0,
             reactions: Mutex::new(Vec::new()),
             reacted: AtomicUsize::new(0),
             name: "scripted",
@@ -315,15 +281,22 @@ impl ScriptedModel {
 
     /// The demo model: plays a lesson's script, then explains that it is done.
     pub fn demo(script: Script) -> Self {
-        let (agents, reactions) = (script.agents, script.reactions);
+        let reactions = script.reactions;
         Self {
             when_exhausted: WhenExhausted::Explain,
             name: "demo",
             ..Self::new(script.replies)
         }
         .with_side_rules(script.side_replies)
-        .with_agents(agents)
         .with_reactions(reactions)
+    }
+
+    /// Numbers this model's replies from `first` in the tool-use ids it
+    /// hands out, so that models which answer agents of one session side
+    /// by side (one script each) never hand out the same id.
+    pub fn numbered_from(mut self, first: usize) -> Self {
+        self.first_number = first;
+        self
     }
 
     /// Adds rules for turns started by events; see [`Script::reactions`].
@@ -352,26 +325,6 @@ impl ScriptedModel {
             })
     }
 
-    /// Adds scripts for other agents; see [`AgentScript`]. The first whose
-    /// `when` occurs in a turn's system prompt answers it.
-    pub fn with_agents(mut self, agents: impl IntoIterator<Item = AgentScript>) -> Self {
-        self.agents.extend(agents.into_iter().map(|script| Agent {
-            script,
-            next: AtomicUsize::new(0),
-            requests: Mutex::new(Vec::new()),
-        }));
-        self
-    }
-
-    /// Every turn request the agent whose script has `when` made so far.
-    pub fn agent_requests(&self, when: &str) -> Vec<Value> {
-        self.agents
-            .iter()
-            .find(|agent| agent.script.when == when)
-            .map(|agent| lock(&agent.requests).clone())
-            .unwrap_or_default()
-    }
-
     /// Adds a rule for side queries, after the ones already there.
     pub fn with_side_rule(self, rule: SideRule) -> Self {
         self.with_side_rules([rule])
@@ -386,8 +339,7 @@ impl ScriptedModel {
     }
 
     /// Every turn's request (one that offered tools) received so far,
-    /// serialised exactly as a real client would send it; turns of agents
-    /// with a script of their own are in [`ScriptedModel::agent_requests`].
+    /// serialised exactly as a real client would send it.
     pub fn requests(&self) -> Vec<Value> {
         lock(&self.requests).clone()
     }
@@ -435,24 +387,6 @@ impl ScriptedModel {
         self.play_reply(&reply, usize::MAX, on_delta)
     }
 
-    /// Answers a turn of agent `number` from its own script. Its tool-use
-    /// ids carry the agent's number, so they never collide with another
-    /// agent's.
-    fn play_agent(
-        &self,
-        number: usize,
-        agent: &Agent,
-        request: &Request<'_>,
-        on_delta: &mut DeltaSink<'_>,
-    ) -> Result<Response, ApiError> {
-        lock(&agent.requests).push(serde_json::to_value(request).unwrap_or(Value::Null));
-        let index = agent.next.fetch_add(1, Ordering::SeqCst);
-        match agent.script.replies.get(index) {
-            Some(reply) => self.play_reply(reply, (number + 1) * 10_000 + index, on_delta),
-            None => self.play(usize::MAX, on_delta),
-        }
-    }
-
     fn play(&self, index: usize, on_delta: &mut DeltaSink<'_>) -> Result<Response, ApiError> {
         let Some(reply) = self.replies.get(index) else {
             return match self.when_exhausted {
@@ -470,7 +404,7 @@ impl ScriptedModel {
                 }
             };
         };
-        self.play_reply(reply, index, on_delta)
+        self.play_reply(reply, self.first_number + index, on_delta)
     }
 
     fn play_reply(
@@ -541,15 +475,6 @@ impl Model for ScriptedModel {
         Box::pin(async move {
             if request.tools.is_empty() {
                 return self.answer_side_query(request, on_delta);
-            }
-            let system = serde_json::to_string(request.system).unwrap_or_default();
-            if let Some((number, agent)) = self
-                .agents
-                .iter()
-                .enumerate()
-                .find(|(_, agent)| system.contains(&agent.script.when))
-            {
-                return self.play_agent(number, agent, request, on_delta);
             }
             self.record(request);
             if let Some(reply) = self.reaction(request) {

@@ -24,6 +24,7 @@
 //! * [`teammate`] — a teammate's life on its tokio task.
 //! * [`lead`] — the lead's side: spawning, its mailbox, the protocols.
 //! * [`tools`] — what the models see.
+//! * [`scripts`] — a script per agent, for the demo and the tests.
 
 pub mod bus;
 mod error;
@@ -33,6 +34,7 @@ pub mod mailbox;
 pub mod message;
 pub mod protocol;
 pub mod roster;
+pub mod scripts;
 pub mod send;
 pub mod teammate;
 pub mod tools;

@@ -17,12 +17,13 @@ use std::time::Duration;
 
 use lesson::dispatch::ToolContext;
 use lesson::permission::ScriptedApprover;
+use lesson::team::scripts::{AgentScript, AgentScripts};
 use lesson::team::{DEFAULT_TEAM, LEAD, Message, MessageBus, MessageKind, Status, mailbox_dir};
 use serde_json::json;
 use shared::agent::Agent;
 use shared::history::validate;
 use shared::hooks::{Hooks, ToolOutput};
-use shared::model::scripted::{AgentScript, Reply, ScriptedModel};
+use shared::model::scripted::{Reply, ScriptedModel};
 use shared::protocol::{Message as Turn, ToolSpec};
 use shared::testing::Recorder;
 
@@ -47,14 +48,13 @@ fn team_agent(
     dir: &Path,
     lead: Vec<Reply>,
     agents: Vec<(&str, Vec<Reply>)>,
-) -> (Agent<lesson::LessonHooks>, Arc<ScriptedModel>) {
-    let model = Arc::new(
-        ScriptedModel::new(lead).with_agents(
-            agents
-                .into_iter()
-                .map(|(name, replies)| AgentScript::new(teammate(name), replies)),
-        ),
-    );
+) -> (Agent<lesson::LessonHooks>, Arc<AgentScripts>) {
+    let model = Arc::new(AgentScripts::new(
+        ScriptedModel::new(lead),
+        agents
+            .into_iter()
+            .map(|(name, replies)| AgentScript::new(teammate(name), replies)),
+    ));
     (
         support::agent_with(dir, model.clone(), support::options()),
         model,

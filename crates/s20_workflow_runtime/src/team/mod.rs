@@ -27,6 +27,7 @@
 //!   the board's tools as a teammate has them.
 //! * [`lead`] — the lead's side: spawning, its mailbox, the protocols.
 //! * [`tools`] — what the models see.
+//! * [`scripts`] — a script per agent, for the demo and the tests.
 
 pub mod autonomy;
 pub mod board_tools;
@@ -38,6 +39,7 @@ pub mod mailbox;
 pub mod message;
 pub mod protocol;
 pub mod roster;
+pub mod scripts;
 pub mod send;
 pub mod teammate;
 pub mod tools;

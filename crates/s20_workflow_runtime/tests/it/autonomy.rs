@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use lesson::tasks::{Status, TASKS_DIR, Task, TaskBoard};
 use lesson::team::Autonomy;
+use lesson::team::scripts::{AgentScript, AgentScripts};
 use serde_json::json;
 use shared::agent::Agent;
 use shared::hooks::Hooks;
-use shared::model::scripted::{AgentScript, Reply, ScriptedModel};
+use shared::model::scripted::{Reply, ScriptedModel};
 use shared::notice::Notices;
 
 use crate::support;
@@ -48,10 +49,10 @@ fn team(
         }
         AgentScript::new(teammate(name), replies)
     });
-    let model = Arc::new(
-        ScriptedModel::new(vec![spawn, Reply::text("The team is on the board.")])
-            .with_agents(agents),
-    );
+    let model = Arc::new(AgentScripts::new(
+        ScriptedModel::new(vec![spawn, Reply::text("The team is on the board.")]),
+        agents,
+    ));
     let options = lesson::Options {
         autonomy,
         ..support::options()

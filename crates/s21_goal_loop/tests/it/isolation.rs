@@ -11,11 +11,12 @@ use std::time::Duration;
 
 use lesson::tasks::{Status, TASKS_DIR, TaskBoard};
 use lesson::team::Autonomy;
+use lesson::team::scripts::{AgentScript, AgentScripts};
 use lesson::worktrees::{EventKind, WorktreeManager};
 use serde_json::json;
 use shared::agent::Agent;
 use shared::hooks::Hooks;
-use shared::model::scripted::{AgentScript, Reply, ScriptedModel};
+use shared::model::scripted::{Reply, ScriptedModel};
 use shared::notice::Notices;
 
 use crate::support;
@@ -81,7 +82,7 @@ async fn two_teammates_write_the_same_file_in_two_worktrees_and_the_main_checkou
     repository(&root);
     let spawn =
         |name: &str| json!({"name": name, "role": "dev", "prompt": "Take a task from the board."});
-    let model = Arc::new(
+    let model = Arc::new(AgentScripts::new(
         ScriptedModel::new(vec![
             Reply::tool("create_task", json!({"subject": "refactor auth"}))
                 .and_tool("create_task", json!({"subject": "refactor the login page"}))
@@ -98,9 +99,9 @@ async fn two_teammates_write_the_same_file_in_two_worktrees_and_the_main_checkou
                 )
                 .and_tool("list_worktrees", json!({})),
             Reply::text("Cleaned up."),
-        ])
-        .with_agents([writer("alice"), writer("bob")]),
-    );
+        ]),
+        [writer("alice"), writer("bob")],
+    ));
     let options = lesson::Options {
         autonomy: Autonomy {
             scan_first: Duration::from_millis(5),
@@ -363,7 +364,7 @@ async fn a_teammate_stays_in_its_worktree_after_completing_its_task_until_the_le
         ),
         Reply::text("Written."),
     ]);
-    let model = Arc::new(
+    let model = Arc::new(AgentScripts::new(
         ScriptedModel::new(vec![
             bind_auth_and_spawn_alice(),
             Reply::text("One task, in its worktree."),
@@ -372,9 +373,9 @@ async fn a_teammate_stays_in_its_worktree_after_completing_its_task_until_the_le
                 json!({"to": "alice", "content": "Write a summary of your work."}),
             ),
             Reply::text("Kept it; asked for a summary."),
-        ])
-        .with_agents([AgentScript::new(teammate("alice"), alice)]),
-    );
+        ]),
+        [AgentScript::new(teammate("alice"), alice)],
+    ));
     let mut agent = support::agent_with(&root, model.clone(), fast());
     let mut history = Vec::new();
     support::turn(&mut agent, &mut history, "go")
@@ -425,7 +426,7 @@ async fn a_worktree_that_vanishes_by_itself_is_not_a_release_but_the_leads_remov
         ),
         Reply::text("Written."),
     ]);
-    let model = Arc::new(
+    let model = Arc::new(AgentScripts::new(
         ScriptedModel::new(vec![
             bind_auth_and_spawn_alice(),
             Reply::text("One task, in its worktree."),
@@ -443,9 +444,9 @@ async fn a_worktree_that_vanishes_by_itself_is_not_a_release_but_the_leads_remov
                 json!({"to": "alice", "content": "Write a summary of your work."}),
             ),
             Reply::text("Removed it; asked for a summary."),
-        ])
-        .with_agents([AgentScript::new(teammate("alice"), alice)]),
-    );
+        ]),
+        [AgentScript::new(teammate("alice"), alice)],
+    ));
     let mut agent = support::agent_with(&root, model.clone(), fast());
     let mut history = Vec::new();
     support::turn(&mut agent, &mut history, "go")
