@@ -463,6 +463,35 @@ async fn deep_recursion_agent_calls_and_slow_agents_each_end_the_run_with_their_
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_run_waiting_past_its_deadline_is_stopped_on_the_paused_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Arc::new(Fake::new(Vec::new()));
+    fake.hold("stuck");
+    let mut options = options_with(4);
+    options.workflows.registry = WorkflowRegistry::default().with_script_limits(ScriptLimits {
+        deadline: Duration::from_secs(10),
+        ..limits()
+    });
+    let agent = build_with(dir.path(), fake.clone(), options);
+    let finished = run(&agent, "return await agent('wait', {label: 'stuck'})").await;
+    assert_eq!(finished.status, RunStatus::Failed);
+    assert!(
+        finished
+            .summary
+            .contains("the run passed its deadline of 10 s"),
+        "{}",
+        finished.summary
+    );
+    let finished = run(&agent, "return 'next'").await;
+    assert_eq!(
+        finished.status,
+        RunStatus::Completed,
+        "{}",
+        finished.summary
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn what_the_sandbox_leaves_out_fails_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::new(Vec::new()));
