@@ -376,7 +376,7 @@ fn compile<'js>(js: &Ctx<'js>, source: &str) -> Result<Function<'js>, ScriptErro
         .catch(js)
         .map_err(|error| match error {
             CaughtError::Exception(exception) => {
-                let (line, column) = location(exception.stack().as_deref());
+                let (line, column) = within(source, location(exception.stack().as_deref()));
                 let message = exception.message().unwrap_or_default();
                 ScriptError::Syntax {
                     message: explain_syntax(&message, source, line),
@@ -465,6 +465,22 @@ fn location(stack: Option<&str>) -> (Option<u32>, Option<u32>) {
     (None, None)
 }
 
+/// A place past the script's last line (the engine saw the end of the
+/// wrapper) as the end of the script's last line.
+fn within(source: &str, place: (Option<u32>, Option<u32>)) -> (Option<u32>, Option<u32>) {
+    let lines = u32::try_from(source.lines().count())
+        .unwrap_or(u32::MAX)
+        .max(1);
+    match place {
+        (Some(line), _) if line > lines => {
+            let last = source.lines().last().unwrap_or_default();
+            let column = u32::try_from(last.chars().count()).unwrap_or(u32::MAX);
+            (Some(lines), Some(column.saturating_add(1)))
+        }
+        place => place,
+    }
+}
+
 /// The names a script reaches for that the sandbox does not have, and why.
 const ABSENT: &[(&str, &str)] = &[
     ("require", "workflow scripts have no modules"),
@@ -542,6 +558,20 @@ mod tests {
             "{error:?}"
         );
         assert_eq!(check_syntax("return await agent('hi')"), Ok(()));
+        // An unclosed bracket is found at the end of the script, not in
+        // the wrapper's closing line.
+        let error = check_syntax("let a = 1;\nreturn (").unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ScriptError::Syntax {
+                    line: Some(2),
+                    column: Some(9),
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
     }
 
     #[test]
