@@ -13,8 +13,10 @@
 //! journaled under a hash of its content, so a run resumed by its id runs
 //! only what is not in the journal, and its output is the same. The
 //! terminal shows the run's progress live; its end reaches the model as a
-//! `<task_notification>`, through lesson 13's channel. The loop does not
-//! change.
+//! `<task_notification>`, through lesson 13's channel. The model can also
+//! send the shape itself, as a JavaScript script built from the same
+//! primitives, which runs in a sandbox with limits; scripts saved in
+//! `.workflows/` start by name. The loop does not change.
 //!
 //! Start reading at [`workflow`]: [`workflow::ctx`] for the primitives,
 //! [`workflow::journal`] for the resume key, [`workflow::runtime`] for the

@@ -6,7 +6,8 @@
 //!    (a file path outside the workspace, a `bash` command containing one of
 //!    [`ASK_PATTERNS`], from lesson 15 every `spawn_teammate`, from lesson 18
 //!    every `connect_mcp` and every MCP tool its server does not claim is
-//!    read-only) needs the user's approval.
+//!    read-only, from lesson 20 every `Workflow` call with a `script` and
+//!    every write under `.workflows/`) needs the user's approval.
 //! 3. **The user's answer.** An [`Approver`] decides: the terminal asks
 //!    `Allow? [y/N]`, `--yes` approves in advance, tests script the answers.
 //!
@@ -210,7 +211,33 @@ pub fn check_rules(workspace: &Workspace, call: &ToolUse) -> Option<&'static str
     if call.name == CONNECT_MCP {
         return Some("Starting an MCP server (runs the command .mcp.json names)");
     }
+    // Lesson 20: a script the model wrote decides how many agents run and
+    // what they are told; a saved one is trusted like the settings file,
+    // so writing one asks as well.
+    if call.name == WORKFLOW && call.input.get("script").is_some() {
+        return Some("Running a workflow script the model wrote");
+    }
+    if WRITE_TOOLS.contains(&call.name.as_str()) && writes_saved_script(workspace, call) {
+        return Some("Writing a saved workflow script (.workflows/ runs without asking)");
+    }
     None
+}
+
+/// The tool that runs workflows and scripts (lesson 20).
+pub const WORKFLOW: &str = crate::workflow::tool::TOOL_NAME;
+
+/// The tools that change a file.
+const WRITE_TOOLS: &[&str] = &["write_file", "edit_file"];
+
+/// Whether the call's `path` is inside the workspace's `.workflows/`.
+fn writes_saved_script(workspace: &Workspace, call: &ToolUse) -> bool {
+    let Some(path) = call.input.get("path").and_then(|path| path.as_str()) else {
+        return false;
+    };
+    let Ok(resolved) = workspace.resolve(path) else {
+        return false;
+    };
+    resolved.starts_with(workspace.root().join(crate::workflow::saved::SCRIPTS_DIR))
 }
 
 /// The tool that starts an MCP server (lesson 18), which always asks first.

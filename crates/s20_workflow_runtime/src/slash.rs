@@ -79,6 +79,8 @@ pub struct StatusView {
     pub background: Vec<(String, String)>,
     /// Id and workflow of each workflow run still going (lesson 20).
     pub workflows: Vec<(String, String)>,
+    /// The saved scripts (`.workflows/*.js`) read at start-up.
+    pub saved_scripts: Vec<String>,
     pub cron_jobs: usize,
     pub tasks: Vec<Task>,
     /// `Err`: the worktrees could not be listed (no git repository, say).
@@ -213,6 +215,14 @@ pub fn render(view: &StatusView) -> String {
             .iter()
             .map(|(id, workflow)| format!("\n  {id} {workflow}"))
             .collect::<String>()
+    ));
+    line(format!(
+        "scripts:     {}",
+        if view.saved_scripts.is_empty() {
+            "none saved in .workflows/".to_string()
+        } else {
+            view.saved_scripts.join(", ")
+        }
     ));
     line(format!(
         "cron:        {}",

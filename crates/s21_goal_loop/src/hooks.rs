@@ -235,8 +235,16 @@ impl LessonHooks {
             ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
             options.workflows.concurrency,
         );
+        // Saved scripts join the registered workflows once, here, so the
+        // tool's description is the same for the whole session.
+        let mut workflow_registry = options.workflows.registry;
+        workflow::saved::load(
+            setup.workspace.root(),
+            &mut workflow_registry,
+            &setup.notices,
+        );
         let workflows = WorkflowRuntime::new(
-            options.workflows.registry,
+            workflow_registry,
             RunStore::new(setup.workspace.root()),
             workflow_agents,
             setup.notices.clone(),
@@ -358,6 +366,13 @@ impl LessonHooks {
             teammates: self.team.list(),
             background: self.background.running(),
             workflows: self.workflows.running(),
+            saved_scripts: self
+                .workflows
+                .registry()
+                .script_names()
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
             cron_jobs: self.cron.list().len(),
             tasks: shared.board.list(),
             worktrees: shared.worktrees.list().map_err(std::sync::Arc::new),

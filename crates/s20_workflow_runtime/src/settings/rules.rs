@@ -12,6 +12,7 @@
 //! | `Write(*.md)`         | `write_file` of any `.md` file, at any depth (no `/`: the file name) |
 //! | `Edit(/etc/**)`       | `edit_file` of a path under the absolute `/etc/`         |
 //! | `spawn_teammate`      | that tool, by its own name                               |
+//! | `Workflow(script)`    | a `Workflow` call that sends a script (lesson 20)        |
 //! | `mcp__docs__*`        | every tool whose name matches (`*` is any text)          |
 //! | `mcp__docs`           | every tool of the MCP server `docs`                      |
 //!
@@ -135,6 +136,8 @@ enum Specifier {
     /// `npm run *` or `ls -la`: the whole command.
     Command(Wildcard),
     Path(PathPattern),
+    /// `Workflow(script)`: a call that sends a script.
+    Script,
 }
 
 /// Why a rule from the settings file was refused: the rule as written and
@@ -161,6 +164,8 @@ pub enum RuleProblem {
     EmptyParentheses(String),
     #[error("only Bash, Read, Write and Edit take a (…) part, and {0} is not one of them")]
     TakesNothing(String),
+    #[error("Workflow takes only (script), which matches a call that sends a script")]
+    WorkflowTakesScript,
 }
 
 /// Why a tool name pattern (a rule's tool, a hook's matcher) was refused.
@@ -210,6 +215,8 @@ impl Rule {
             Some(inner) => Some(match tool.takes() {
                 Takes::Command => command_specifier(inner.trim()),
                 Takes::Path => Specifier::Path(PathPattern::new(inner.trim())),
+                Takes::Script if inner.trim() == "script" => Specifier::Script,
+                Takes::Script => return Err(not_a_rule(RuleProblem::WorkflowTakesScript)),
                 Takes::Nothing => {
                     return Err(not_a_rule(RuleProblem::TakesNothing(name.to_string())));
                 }
@@ -234,6 +241,7 @@ impl Rule {
             Some(Specifier::Path(pattern)) => {
                 call.path.as_ref().is_some_and(|path| pattern.matches(path))
             }
+            Some(Specifier::Script) => call.script,
             Some(command_rule) => {
                 let Some(command) = call.command else {
                     return false;
@@ -264,7 +272,7 @@ fn command_matches(rule: &Specifier, command: &str) -> bool {
                     .is_some_and(|rest| rest.starts_with(' '))
         }
         Specifier::Command(wildcard) => wildcard.matches(command),
-        Specifier::Path(_) => false,
+        Specifier::Path(_) | Specifier::Script => false,
     }
 }
 
@@ -304,6 +312,8 @@ pub struct ToolPattern {
 enum Takes {
     Command,
     Path,
+    /// `Workflow(script)` (lesson 20).
+    Script,
     Nothing,
 }
 
@@ -374,6 +384,8 @@ impl ToolPattern {
             .any(|tool| self.name == Wildcard::any(tool))
         {
             Takes::Path
+        } else if self.name == Wildcard::any("Workflow") {
+            Takes::Script
         } else {
             Takes::Nothing
         }
@@ -442,6 +454,8 @@ struct Call<'a> {
     name: &'a str,
     command: Option<&'a str>,
     path: Option<CallPath>,
+    /// A `Workflow` call that sends a script.
+    script: bool,
 }
 
 /// A file tool's path, inside the workspace (relative to it) or not.
@@ -474,6 +488,7 @@ impl<'a> Call<'a> {
             name: &call.name,
             command: (call.name == "bash").then(|| text("command")).flatten(),
             path,
+            script: call.name == "Workflow" && call.input.get("script").is_some(),
         }
     }
 }
@@ -595,5 +610,24 @@ mod tests {
             let pattern = ToolPattern::parse(rule).unwrap();
             assert_eq!(pattern.matches(tool), matches, "{rule} / {tool}");
         }
+    }
+
+    #[test]
+    fn workflow_script_matches_a_workflow_call_that_sends_a_script() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::new(dir.path()).unwrap();
+        let rules = rules(&["Workflow(script)"], &[], &[]);
+        let by_name = call("Workflow", json!({ "name": "review-changes" }));
+        let script = call(
+            "Workflow",
+            json!({ "name": "mine", "description": "d", "script": "return 1" }),
+        );
+        assert_eq!(rules.decide(&by_name, &workspace), None);
+        assert_eq!(
+            rules.decide(&script, &workspace).map(|(v, _)| v),
+            Some(Verdict::Allow)
+        );
+        let error = Rule::parse("Workflow(review)").unwrap_err().to_string();
+        assert!(error.contains("Workflow takes only (script)"), "{error}");
     }
 }

@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::journal::{Record, call_key};
+use super::journal::{Record, call_key_with};
+use super::limits::ScriptLimits;
 use super::run::Run;
 use super::{BoxFuture, TAG, WorkflowError};
 
@@ -33,13 +34,19 @@ pub const MAX_DEPTH: usize = 1;
 /// One agent call: a label (shown in progress and notices; usually
 /// unique within the run, though the same call may be issued twice), the
 /// task, and optionally the JSON Schema its answer must
-/// match and the phase it belongs to.
+/// match, the phase it belongs to, a key of the caller's that tells apart
+/// calls otherwise alike, and the model to run it on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentCall {
     pub label: String,
     pub prompt: String,
     pub schema: Option<Value>,
     pub phase: Option<String>,
+    /// Part of the journal key's content (a script's `key` option).
+    pub key: Option<String>,
+    /// A model id other than the session's, for this call only; part of
+    /// the journal key's content too.
+    pub model: Option<String>,
 }
 
 impl AgentCall {
@@ -50,6 +57,8 @@ impl AgentCall {
             prompt: prompt.into(),
             schema: None,
             phase: None,
+            key: None,
+            model: None,
         }
     }
 
@@ -63,6 +72,15 @@ impl AgentCall {
     pub fn phase(mut self, phase: impl Into<String>) -> Self {
         self.phase = Some(phase.into());
         self
+    }
+
+    /// What besides label, prompt and schema the journal key is made of:
+    /// the caller's key and the model, when given.
+    fn extra(&self) -> Vec<(&'static str, String)> {
+        [("key", &self.key), ("model", &self.model)]
+            .into_iter()
+            .filter_map(|(name, value)| value.clone().map(|value| (name, value)))
+            .collect()
     }
 }
 // ANCHOR_END: agent_call
@@ -101,10 +119,15 @@ impl WorkflowCtx {
         &self.run.id
     }
 
+    /// The limits a script run in this session gets.
+    pub fn script_limits(&self) -> ScriptLimits {
+        self.run.registry.script_limits().clone()
+    }
+
     // ANCHOR: agent
     /// Issues one agent call, and returns the future of its answer: from
     /// the journal, or from a run. The call's key — what it is, and which
-    /// occurrence of that it is (see [`call_key`]) — is fixed here, when
+    /// occurrence of that it is (see [`super::journal::call_key`]) — is fixed here, when
     /// the call is issued, not when the future first runs or finishes, so
     /// identical calls are numbered in the order the workflow's code
     /// issues them. If the journal has the key, its value comes back
@@ -113,15 +136,20 @@ impl WorkflowCtx {
     /// before the future completes.
     pub fn agent(&self, call: AgentCall) -> BoxFuture<Result<Value, WorkflowError>> {
         let run = Arc::clone(&self.run);
-        let first_key = call_key("agent", &call.label, &call.prompt, call.schema.as_ref(), 1);
+        let extra = call.extra();
+        let key_of = |occurrence| {
+            call_key_with(
+                "agent",
+                &call.label,
+                &call.prompt,
+                call.schema.as_ref(),
+                &extra,
+                occurrence,
+            )
+        };
+        let first_key = key_of(1);
         let occurrence = run.occurrences.next(&first_key);
-        let key = call_key(
-            "agent",
-            &call.label,
-            &call.prompt,
-            call.schema.as_ref(),
-            occurrence,
-        );
+        let key = key_of(occurrence);
         let ctx = self.clone();
         Box::pin(async move {
             if let Some(value) = run.journal.cached(&key) {
@@ -147,6 +175,7 @@ impl WorkflowCtx {
                     &call.label,
                     &call.prompt,
                     call.schema.as_ref(),
+                    call.model.as_deref(),
                     &run.cancel,
                 )
                 .await;

@@ -22,12 +22,19 @@
 //! end arrives as one `<task_notification>` ([`report`]), through lesson
 //! 13's channel.
 //!
+//! A workflow can also be a script: JavaScript the model sends with the
+//! call, or a `.workflows/<name>.js` saved in the workspace ([`saved`]),
+//! run in a sandboxed engine whose functions are the same primitives
+//! ([`script`], its limits in [`limits`]); `review-changes-js.js` beside
+//! this file is the sample written as one.
+//!
 //! Start reading at [`ctx::WorkflowCtx::agent`], then
 //! [`runtime::WorkflowRuntime::start`]; [`review_changes`] is the sample.
 
 pub mod agent;
 pub mod ctx;
 pub mod journal;
+pub mod limits;
 pub mod lock;
 pub mod meta;
 pub mod registry;
@@ -35,7 +42,9 @@ pub mod report;
 pub mod review_changes;
 pub mod run;
 pub mod runtime;
+pub mod saved;
 pub mod schema;
+pub mod script;
 pub mod store;
 pub mod tool;
 
@@ -43,6 +52,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use ctx::{AgentCall, Stage, WorkflowCtx, stage};
+pub use limits::{Limit, ScriptError, ScriptLimits};
 pub use meta::{WorkflowInputError, WorkflowMeta};
 pub use registry::WorkflowRegistry;
 pub use runtime::{StartRequest, WorkflowOptions, WorkflowRuntime};
@@ -83,5 +93,8 @@ pub enum WorkflowError {
     /// The workflow's own code gave up.
     #[error("{0}")]
     Failed(String),
+    /// A script did not parse, threw, or hit a limit of its sandbox.
+    #[error(transparent)]
+    Script(#[from] limits::ScriptError),
 }
 // ANCHOR_END: error

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::limits::ScriptLimits;
 use super::meta::{WorkflowInputError, WorkflowMeta};
 use super::{BoxFuture, WorkflowCtx, WorkflowError};
 
@@ -30,6 +31,9 @@ pub type WorkflowFn =
 pub struct Registered {
     pub meta: WorkflowMeta,
     pub run: WorkflowFn,
+    /// The JavaScript source, when the workflow is a saved script (see
+    /// [`super::saved`]); `None` for a Rust function.
+    pub source: Option<Arc<str>>,
 }
 
 // ANCHOR: registry
@@ -37,6 +41,8 @@ pub struct Registered {
 #[derive(Clone)]
 pub struct WorkflowRegistry {
     workflows: BTreeMap<String, Registered>,
+    /// How much a script may use, saved or sent by the model.
+    limits: ScriptLimits,
 }
 
 impl WorkflowRegistry {
@@ -44,7 +50,19 @@ impl WorkflowRegistry {
     pub fn empty() -> Self {
         Self {
             workflows: BTreeMap::new(),
+            limits: ScriptLimits::default(),
         }
+    }
+
+    /// The same registry, its scripts run under `limits`.
+    pub fn with_script_limits(mut self, limits: ScriptLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits every script's run gets.
+    pub fn script_limits(&self) -> &ScriptLimits {
+        &self.limits
     }
 
     /// Registers `function` under `meta.name`, replacing a workflow of the
@@ -55,8 +73,37 @@ impl WorkflowRegistry {
         Fut: Future<Output = Result<Value, WorkflowError>> + Send + 'static,
     {
         let run: WorkflowFn = Arc::new(move |ctx, args| Box::pin(function(ctx, args)));
-        self.workflows
-            .insert(meta.name.clone(), Registered { meta, run });
+        self.workflows.insert(
+            meta.name.clone(),
+            Registered {
+                meta,
+                run,
+                source: None,
+            },
+        );
+    }
+
+    /// Registers a saved script: `run` runs `source`. A name a Rust
+    /// workflow already has is kept by the Rust workflow; returns whether
+    /// the script was registered.
+    pub fn register_script(
+        &mut self,
+        meta: WorkflowMeta,
+        source: Arc<str>,
+        run: WorkflowFn,
+    ) -> bool {
+        if self.workflows.contains_key(&meta.name) {
+            return false;
+        }
+        self.workflows.insert(
+            meta.name.clone(),
+            Registered {
+                meta,
+                run,
+                source: Some(source),
+            },
+        );
+        true
     }
 
     /// The workflow `name`, if its metadata passes the checks; else why
@@ -73,6 +120,11 @@ impl WorkflowRegistry {
         Ok(registered)
     }
 
+    /// Whether a workflow is registered as `name`, valid or not.
+    pub fn contains(&self, name: &str) -> bool {
+        self.workflows.contains_key(name)
+    }
+
     /// The registered names, sorted.
     pub fn names(&self) -> Vec<&str> {
         self.workflows.keys().map(String::as_str).collect()
@@ -81,6 +133,20 @@ impl WorkflowRegistry {
     /// The metadata of every workflow, by name.
     pub fn metas(&self) -> impl Iterator<Item = &WorkflowMeta> {
         self.workflows.values().map(|registered| &registered.meta)
+    }
+
+    /// Every workflow, by name.
+    pub fn all(&self) -> impl Iterator<Item = &Registered> {
+        self.workflows.values()
+    }
+
+    /// The names of the saved scripts, sorted.
+    pub fn script_names(&self) -> Vec<&str> {
+        self.workflows
+            .values()
+            .filter(|registered| registered.source.is_some())
+            .map(|registered| registered.meta.name.as_str())
+            .collect()
     }
 }
 // ANCHOR_END: registry

@@ -31,12 +31,13 @@ use tokio::task::JoinHandle;
 use super::agent::{AgentRunner, DEFAULT_CONCURRENCY};
 use super::journal::Journal;
 use super::lock::{LockError, RunLock};
-use super::meta::{MAX_NAME_CHARS, WorkflowInputError, is_safe_name};
-use super::registry::WorkflowRegistry;
+use super::meta::{MAX_NAME_CHARS, WorkflowInputError, WorkflowMeta, is_safe_name};
+use super::registry::{Registered, WorkflowRegistry};
 use super::report::RunFinished;
 use super::run::Run;
-use super::store::{RunStatus, RunStore, Snapshot, new_run_id};
+use super::store::{MAX_RUN_ID_CHARS, RunStatus, RunStore, Snapshot, new_run_id};
 use super::{TAG, WorkflowCtx, WorkflowError};
+use super::{saved, script};
 
 /// How many characters of a failed run's error the snapshot keeps.
 const ERROR_CHARS: usize = 2_000;
@@ -84,6 +85,16 @@ pub struct StartRequest {
     /// The workflow's arguments; on resume, the run's own by default.
     pub args: Option<Value>,
     pub resume_from_run_id: Option<String>,
+}
+
+/// A script the model sent to run under a name of its choosing (see
+/// [`WorkflowRuntime::start_script`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptRequest {
+    /// What the run does, in one line, as a registered workflow says it.
+    pub description: String,
+    /// The JavaScript: the body of an async function of `args`.
+    pub source: String,
 }
 
 /// A run that was started.
@@ -157,11 +168,73 @@ impl WorkflowRuntime {
     /// of another workflow, or still running — in this session or, as its
     /// lock file says, in another.
     pub fn start(&self, request: StartRequest) -> Result<Started, WorkflowInputError> {
-        let inner = &self.inner;
         if !is_safe_name(&request.name, MAX_NAME_CHARS) {
             return Err(WorkflowInputError::BadName(request.name));
         }
-        let registered = inner.registry.find(&request.name)?.clone();
+        let registered = match self.inner.registry.find(&request.name) {
+            Ok(registered) => registered.clone(),
+            // A script the model sent is not registered; its run kept it.
+            Err(error) => match &request.resume_from_run_id {
+                Some(run_id) => self.stored_script(&request.name, run_id).ok_or(error)?,
+                None => return Err(error),
+            },
+        };
+        self.start_registered(request, registered)
+    }
+
+    /// Starts `script`, which the model sent, as a run named
+    /// `request.name`: refused, with nothing started, when the name or the
+    /// description does not pass a registered workflow's checks, when the
+    /// name is a registered workflow's, or when the script does not parse
+    /// (the error has its line and column). The source is kept beside the
+    /// run's journal, so a resume can run it again without being sent it;
+    /// a resume that sends an edited script runs the edited one, and every
+    /// agent call whose content did not change comes from the journal.
+    pub fn start_script(
+        &self,
+        request: StartRequest,
+        script: ScriptRequest,
+    ) -> Result<Started, WorkflowInputError> {
+        let meta = WorkflowMeta::new(&request.name, script.description, Vec::<String>::new());
+        meta.validate()?;
+        if self.inner.registry.contains(&request.name) {
+            return Err(WorkflowInputError::Taken(request.name));
+        }
+        script::check_syntax(&script.source).map_err(WorkflowInputError::Script)?;
+        let source: Arc<str> = Arc::from(script.source);
+        let registered = Registered {
+            meta,
+            run: saved::runner(Arc::clone(&source)),
+            source: Some(source),
+        };
+        self.start_registered(request, registered)
+    }
+
+    /// The script a run of a model's script kept, registered as `name`.
+    fn stored_script(&self, name: &str, run_id: &str) -> Option<Registered> {
+        if !is_safe_name(run_id, MAX_RUN_ID_CHARS) || run_id.starts_with('.') {
+            return None;
+        }
+        let source = std::fs::read_to_string(self.inner.store.script_path(run_id)).ok()?;
+        let source: Arc<str> = Arc::from(source);
+        Some(Registered {
+            meta: WorkflowMeta::new(
+                name,
+                format!("the script of run {run_id}"),
+                Vec::<String>::new(),
+            ),
+            run: saved::runner(Arc::clone(&source)),
+            source: Some(source),
+        })
+    }
+
+    /// Starts `registered` as `request` asks.
+    fn start_registered(
+        &self,
+        request: StartRequest,
+        registered: Registered,
+    ) -> Result<Started, WorkflowInputError> {
+        let inner = &self.inner;
         let (run_id, args) = match &request.resume_from_run_id {
             Some(run_id) => {
                 let snapshot = inner.store.load_for_resume(run_id)?;
@@ -210,25 +283,32 @@ impl WorkflowRuntime {
                 });
             }
         };
-        let opened = Journal::open(&inner.store.journal_path(&run_id), &inner.notices)
-            .map_err(|error| format!("cannot open the journal of {run_id}: {error}"))
-            .and_then(|journal| {
-                let run = Run::new(
-                    run_id.clone(),
-                    request.name.clone(),
-                    journal,
-                    Arc::clone(&inner.agents),
-                    inner.registry.clone(),
-                    inner.notices.clone(),
-                )
-                .with_cancel(cancel);
-                let snapshot = snapshot_of(&run, &args, RunStatus::Running, None, None);
-                inner
-                    .store
-                    .write_snapshot(&snapshot)
-                    .map_err(|error| format!("cannot write the snapshot of {run_id}: {error}"))?;
-                Ok(run)
-            });
+        let opened =
+            Journal::open(&inner.store.journal_path(&run_id), &inner.notices)
+                .map_err(|error| format!("cannot open the journal of {run_id}: {error}"))
+                .and_then(|journal| {
+                    let run = Run::new(
+                        run_id.clone(),
+                        request.name.clone(),
+                        journal,
+                        Arc::clone(&inner.agents),
+                        inner.registry.clone(),
+                        inner.notices.clone(),
+                    )
+                    .with_cancel(cancel);
+                    let snapshot = snapshot_of(&run, &args, RunStatus::Running, None, None);
+                    inner.store.write_snapshot(&snapshot).map_err(|error| {
+                        format!("cannot write the snapshot of {run_id}: {error}")
+                    })?;
+                    if let Some(source) = &registered.source
+                        && !inner.registry.contains(&request.name)
+                    {
+                        inner.store.write_script(&run_id, source).map_err(|error| {
+                            format!("cannot keep the script of {run_id}: {error}")
+                        })?;
+                    }
+                    Ok(run)
+                });
         let run = match opened {
             Ok(run) => Arc::new(run),
             Err(error) => {

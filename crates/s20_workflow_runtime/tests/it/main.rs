@@ -48,4 +48,5 @@ mod team;
 mod team_bus;
 mod todo;
 mod workflow;
+mod workflow_script;
 mod worktrees;

@@ -72,14 +72,16 @@ impl AgentRunner {
 
     // ANCHOR: run
     /// Runs one agent call of `workflow` to its answer: the final text, or
-    /// with `schema` the JSON object it was asked for. The caller holds a
-    /// permit while this runs.
+    /// with `schema` the JSON object it was asked for; on `model` when one
+    /// is named, else on the session's. The caller holds a permit while
+    /// this runs.
     pub async fn run(
         &self,
         workflow: &str,
         label: &str,
         prompt: &str,
         schema: Option<&Value>,
+        model: Option<&str>,
         cancel: &CancellationToken,
     ) -> (Result<Value, WorkflowError>, Spent) {
         let notices = Notices::new();
@@ -91,6 +93,9 @@ impl AgentRunner {
         let mut agent = self
             .subagent
             .child(prompt, Some(system), context, &self.hooks);
+        if let Some(model) = model {
+            agent.model_id = model.to_string();
+        }
         let mut watcher = Watcher {
             label: label.to_string(),
             notices: self.context.notices.clone(),

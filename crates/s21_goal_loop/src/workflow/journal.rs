@@ -60,8 +60,25 @@ pub fn call_key(
     schema: Option<&Value>,
     occurrence: usize,
 ) -> String {
+    call_key_with(kind, label, prompt, schema, &[], occurrence)
+}
+
+/// [`call_key`] of a call with more content: each `(name, value)` of
+/// `extra` (a script's `key` option, a model id) is appended to the basis
+/// as `|name=value`. With none, the key is [`call_key`]'s.
+pub fn call_key_with(
+    kind: &str,
+    label: &str,
+    prompt: &str,
+    schema: Option<&Value>,
+    extra: &[(&str, String)],
+    occurrence: usize,
+) -> String {
     let schema = schema.map_or_else(|| "null".to_string(), canonical_json);
-    let basis = format!("{kind}|{label}|{prompt}|{schema}");
+    let mut basis = format!("{kind}|{label}|{prompt}|{schema}");
+    for (name, value) in extra {
+        basis.push_str(&format!("|{name}={value}"));
+    }
     let digest = Sha256::digest(basis.as_bytes());
     let hex: String = digest
         .iter()

@@ -43,6 +43,15 @@ pub enum WorkflowInputError {
     EmptyPhase { name: String, index: usize },
     #[error("unknown workflow {name:?}; registered workflows: {known}")]
     Unknown { name: String, known: String },
+    /// A script was sent under the name of a registered workflow.
+    #[error(
+        "{0} is the name of a registered workflow; give the script a name of its own, or leave \
+         the script out to run the registered one"
+    )]
+    Taken(String),
+    /// A script the model sent does not parse.
+    #[error(transparent)]
+    Script(super::limits::ScriptError),
     /// `resume_from_run_id` is not a name a run could have.
     #[error(
         "resume_from_run_id {0:?} is not a run id (a run id is a file-safe name such as wf-review-changes-…)"

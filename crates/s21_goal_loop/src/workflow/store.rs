@@ -102,6 +102,17 @@ impl RunStore {
         self.dir().join(format!("{run_id}.journal.jsonl"))
     }
 
+    /// `.runtime/<runId>.script.js`: the script a model sent, kept for a
+    /// resume.
+    pub fn script_path(&self, run_id: &str) -> PathBuf {
+        self.dir().join(format!("{run_id}.script.js"))
+    }
+
+    /// Keeps the script of a run, for a resume that does not send it again.
+    pub fn write_script(&self, run_id: &str, source: &str) -> std::io::Result<()> {
+        shared::fs::write_atomic(&self.script_path(run_id), source)
+    }
+
     /// `.runtime/<runId>.lock`.
     pub fn lock_path(&self, run_id: &str) -> PathBuf {
         self.dir().join(format!("{run_id}.lock"))

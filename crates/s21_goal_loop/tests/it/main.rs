@@ -49,4 +49,5 @@ mod team;
 mod team_bus;
 mod todo;
 mod workflow;
+mod workflow_script;
 mod worktrees;
