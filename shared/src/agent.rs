@@ -69,6 +69,7 @@ pub enum Event<'a> {
 
 /// Receives [`Event`]s.
 pub trait Observer: Send {
+    /// Called for each event, in the order things happen.
     fn event(&mut self, event: Event<'_>);
 }
 // ANCHOR_END: events
@@ -85,12 +86,16 @@ impl Observer for Silent {
 /// How a turn ended when it did not end normally.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TurnError {
+    /// The model call failed and the hooks did not recover it.
     #[error(transparent)]
     Api(#[from] ApiError),
+    /// The cancellation token fired before the turn finished.
     #[error("turn cancelled")]
     Cancelled,
+    /// The turn ran `Limits::max_rounds` rounds (the number) without finishing.
     #[error("stopped after {0} rounds without finishing")]
     RoundLimit(usize),
+    /// A hook blocked the prompt ([`crate::hooks::PromptCheck::Block`]); its reason.
     #[error("prompt blocked: {0}")]
     PromptBlocked(String),
 }
@@ -116,10 +121,15 @@ pub struct TurnOutcome {
 /// A model, its id, a lesson's hooks and the limits: everything that runs a
 /// turn, plus the queue the hooks emit their notices into.
 pub struct Agent<H> {
+    /// The model every round of the turn asks.
     pub model: Arc<dyn Model>,
+    /// The model id sent with each request.
     pub model_id: String,
+    /// The lesson's mechanisms, called at the hook points.
     pub hooks: H,
+    /// `max_tokens` and the round limits of a turn.
     pub limits: Limits,
+    /// The queue the hooks emit into; the loop hands its notices to the observer.
     pub notices: Notices,
 }
 // ANCHOR_END: agent

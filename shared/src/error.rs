@@ -20,42 +20,80 @@ pub enum ApiError {
     /// HTTP 429 or `rate_limit_error`. `retry_after` comes from the header.
     #[error("rate limited{}: {message}", retry_hint(.retry_after))]
     RateLimited {
+        /// How long the provider asked us to wait, if it said.
         retry_after: Option<Duration>,
+        /// The provider's `error.message`, or the start of the body without one.
         message: String,
     },
     /// HTTP 529 or `overloaded_error`: the provider is busy, try again later.
     #[error("the model is overloaded: {message}")]
-    Overloaded { message: String },
+    Overloaded {
+        /// The provider's `error.message`, or the start of the body without one.
+        message: String,
+    },
     /// The conversation no longer fits in the model's context window.
     #[error("prompt too long: {message}")]
-    PromptTooLong { message: String },
+    PromptTooLong {
+        /// The provider's `error.message`, or the start of the body without one.
+        message: String,
+    },
     /// HTTP 400 for any other reason: the request itself is wrong.
     #[error("invalid request: {message}")]
-    InvalidRequest { message: String },
+    InvalidRequest {
+        /// The provider's `error.message`, or the start of the body without one.
+        message: String,
+    },
     /// HTTP 401/403: missing, wrong or insufficient credentials.
     #[error("authentication failed: {message}")]
-    Authentication { message: String },
+    Authentication {
+        /// The provider's `error.message`, or the start of the body without one.
+        message: String,
+    },
     /// HTTP 5xx (other than 529) or `api_error`.
     #[error("server error ({status}): {message}")]
-    Server { status: u16, message: String },
+    Server {
+        /// The HTTP status code.
+        status: u16,
+        /// The provider's `error.message`, or the start of the body without one.
+        message: String,
+    },
     /// Any other status the API answered with.
     #[error("unexpected HTTP status {status}: {message}")]
-    Http { status: u16, message: String },
+    Http {
+        /// The HTTP status code.
+        status: u16,
+        /// The provider's `error.message`, or the start of the body without one.
+        message: String,
+    },
     /// The connection could not be made or broke before a response started.
     #[error("network error: {message}")]
-    Network { message: String },
+    Network {
+        /// What the HTTP client reported.
+        message: String,
+    },
     /// No response, or no stream event, within the allowed time.
     #[error("timed out after {0:?} without a reply")]
     Timeout(Duration),
     /// The stream ended before `message_stop` (or its equivalent).
     #[error("the reply stream was cut short: {message}")]
-    StreamCutShort { message: String },
+    StreamCutShort {
+        /// Where the stream stopped, or what the transport reported.
+        message: String,
+    },
     /// The provider sent an `error` event in the middle of a stream.
     #[error("the provider reported an error mid-stream ({kind}): {message}")]
-    StreamError { kind: String, message: String },
+    StreamError {
+        /// The `error.type` of the event, such as `overloaded_error`.
+        kind: String,
+        /// The event's `error.message`.
+        message: String,
+    },
     /// The provider sent something that is not valid for the protocol.
     #[error("could not understand the provider's reply: {message}")]
-    Protocol { message: String },
+    Protocol {
+        /// What could not be parsed, and why.
+        message: String,
+    },
     /// The scripted or demo model has no more replies.
     #[error("{0}")]
     ScriptExhausted(String),

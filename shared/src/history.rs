@@ -18,13 +18,26 @@ pub enum HistoryError {
     StartsWithAssistant,
     /// Messages `index` and `index + 1` have the same role.
     #[error("messages {index} and {}: two {role:?} messages in a row", .index + 1)]
-    SameRoleTwice { index: usize, role: Role },
+    SameRoleTwice {
+        /// The position of the first of the two messages, from 0.
+        index: usize,
+        /// The role both messages have.
+        role: Role,
+    },
     /// Message `index` holds no blocks.
     #[error("message {index}: empty content")]
-    EmptyContent { index: usize },
+    EmptyContent {
+        /// The position of the empty message, from 0.
+        index: usize,
+    },
     /// Assistant message `index` ends the history with calls unanswered.
     #[error("message {index}: tool calls {calls:?} have no results")]
-    Unanswered { index: usize, calls: Vec<String> },
+    Unanswered {
+        /// The position of the assistant message, from 0.
+        index: usize,
+        /// The ids of its `tool_use` blocks, in order.
+        calls: Vec<String>,
+    },
     /// The message after assistant message `index` does not answer its
     /// calls one to one and in order.
     #[error(
@@ -32,16 +45,27 @@ pub enum HistoryError {
         .index + 1
     )]
     Mismatched {
+        /// The position of the assistant message, from 0.
         index: usize,
+        /// The ids of its `tool_use` blocks, in order.
         calls: Vec<String>,
+        /// The `tool_use_id`s of the next message's results, in order.
         answers: Vec<String>,
     },
     /// A `tool_result` of user message `index` follows other content.
     #[error("message {index}: a tool_result comes after other content")]
-    ResultAfterContent { index: usize },
+    ResultAfterContent {
+        /// The position of the user message, from 0.
+        index: usize,
+    },
     /// A `tool_result` of user message `index` answers no call.
     #[error("message {index}: tool_result {id} answers no tool_use of the message before")]
-    Orphan { index: usize, id: String },
+    Orphan {
+        /// The position of the user message, from 0.
+        index: usize,
+        /// The `tool_use_id` no call has.
+        id: String,
+    },
 }
 
 /// Appends user content. If the history already ends with a user message

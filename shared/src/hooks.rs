@@ -29,7 +29,9 @@ use crate::protocol::{ContentBlock, Message, Request, Response, SystemBlock, Too
 /// What a tool handed back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {
+    /// What the model reads as the `tool_result` content.
     pub text: String,
+    /// Sent as the result's `is_error`: the tool failed and the model should react.
     pub is_error: bool,
 }
 
@@ -67,14 +69,20 @@ pub enum PromptCheck {
 /// (chapter 11) may change the fields and call [`ModelCall::send`] as often
 /// as it needs.
 pub struct ModelCall<'a, 's> {
+    /// The model this call goes to.
     pub model: &'a dyn Model,
+    /// The model id the request names.
     pub model_id: String,
+    /// The request's `max_tokens`.
     pub max_tokens: u32,
+    /// The system prompt sent with the request.
     pub system: &'a [SystemBlock],
+    /// The tools the model is offered.
     pub tools: &'a [ToolSpec],
     /// The history the request is built from. A wrapper may append to it
     /// (a continuation prompt, say) as long as it keeps it valid.
     pub history: &'a mut Vec<Message>,
+    /// Receives each piece of the reply as it streams in.
     pub on_delta: &'a mut DeltaSink<'s>,
 }
 

@@ -25,6 +25,8 @@
 //! 20's progress lines — and then deliberately, for every lesson at once,
 //! in a commit of its own that every lesson's tests must pass.
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod agent;
 pub mod cli;
 pub mod error;

@@ -39,7 +39,9 @@ pub const MAX_QUEUED: usize = 1_000;
 /// `"recovery"`, `"memory"` …) and what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
+    /// Which mechanism speaks, such as `"compact"`.
     pub tag: String,
+    /// What it says, on one line.
     pub text: String,
 }
 

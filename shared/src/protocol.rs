@@ -19,14 +19,18 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// The person, or the harness speaking for it (tool results are user content).
     User,
+    /// The model.
     Assistant,
 }
 
 /// One message of the conversation history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// Who wrote it.
     pub role: Role,
+    /// Its blocks, in order; never empty in a valid history.
     pub content: Vec<ContentBlock>,
 }
 
@@ -91,20 +95,29 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
+    /// Text written by the user or the model.
     Text {
+        /// The text itself.
         text: String,
+        /// A cache breakpoint after this block, if one is set.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    /// The model calling a tool (only in assistant messages).
     ToolUse(ToolUse),
+    /// The answer to a tool call (only at the start of user messages).
     ToolResult(ToolResult),
     /// Extended thinking. The signature proves to the API that the text is
     /// the model's own; both must be returned unchanged.
     Thinking {
+        /// The model's reasoning, in plain text.
         thinking: String,
+        /// The API's proof that the thinking is unchanged.
         signature: String,
     },
+    /// Extended thinking the provider's safety systems encrypted; returned as is.
     RedactedThinking {
+        /// The encrypted thinking, opaque to the harness.
         data: String,
     },
     /// Any other block type, kept verbatim.
@@ -125,18 +138,25 @@ impl ContentBlock {
 /// The model asking the harness to run a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolUse {
+    /// Unique within the conversation; the `tool_result` that answers quotes it.
     pub id: String,
+    /// Which tool to run, one of the request's `tools`.
     pub name: String,
+    /// The arguments, a JSON object meant to match the tool's `input_schema`.
     pub input: Value,
 }
 
 /// The harness answering one [`ToolUse`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
+    /// The tool-use id this result answers.
     pub tool_use_id: String,
+    /// What the tool returned, as the model will read it.
     pub content: ToolResultContent,
+    /// Whether the tool failed; the model sees the content as an error message.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// A cache breakpoint after this block, if one is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
@@ -170,7 +190,9 @@ impl ToolResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ToolResultContent {
+    /// A plain string, the usual form.
     Text(String),
+    /// Content blocks (text, or images for tools that return them).
     Blocks(Vec<ContentBlock>),
 }
 
@@ -194,6 +216,7 @@ impl ToolResultContent {
 /// Marks the end of a prefix the provider may cache (see chapter 10).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheControl {
+    /// The cache's lifetime class; always `"ephemeral"` today.
     #[serde(rename = "type")]
     pub kind: String,
 }
@@ -210,9 +233,12 @@ impl CacheControl {
 /// One block of the system prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemBlock {
+    /// Always `text`; the field is there because the API requires the `type`.
     #[serde(rename = "type")]
     pub kind: SystemBlockKind,
+    /// Instructions for the model, kept out of the conversation.
     pub text: String,
+    /// A cache breakpoint: the prompt up to here may be cached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
@@ -221,6 +247,7 @@ pub struct SystemBlock {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SystemBlockKind {
+    /// A text block, the only kind there is.
     Text,
 }
 
@@ -242,9 +269,13 @@ pub type SystemPrompt = Vec<SystemBlock>;
 /// What the model is told about one tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
+    /// The name the model calls the tool by.
     pub name: String,
+    /// What the tool does and when to use it; the model reads it to decide.
     pub description: String,
+    /// A JSON Schema for the input object.
     pub input_schema: Value,
+    /// A cache breakpoint: the tool list up to here may be cached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
 }
@@ -269,11 +300,17 @@ impl ToolSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
+    /// The model finished its turn.
     EndTurn,
+    /// The model wants the tools it called run, then to be asked again.
     ToolUse,
+    /// The reply hit `max_tokens` and was cut off.
     MaxTokens,
+    /// The model wrote one of the request's stop sequences.
     StopSequence,
+    /// The provider paused a long turn; send the reply back to let it go on.
     PauseTurn,
+    /// The model declined to answer.
     Refusal,
     /// A reason this crate does not know yet.
     #[serde(untagged)]
@@ -283,12 +320,16 @@ pub enum StopReason {
 /// Token counts reported by the provider.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Input tokens billed at the full price (not read from or written to the cache).
     #[serde(default)]
     pub input_tokens: u64,
+    /// Tokens the model wrote.
     #[serde(default)]
     pub output_tokens: u64,
+    /// Input tokens written to the cache, if the provider reports them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_creation_input_tokens: Option<u64>,
+    /// Input tokens read from the cache, if the provider reports them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read_input_tokens: Option<u64>,
 }
@@ -317,11 +358,16 @@ impl Usage {
 /// never copies the history.
 #[derive(Debug, Clone, Serialize)]
 pub struct Request<'a> {
+    /// The model id to ask.
     pub model: &'a str,
+    /// The most tokens the reply may have.
     pub max_tokens: u32,
+    /// The system prompt; left out of the JSON when empty.
     #[serde(skip_serializing_if = "<[SystemBlock]>::is_empty")]
     pub system: &'a [SystemBlock],
+    /// The whole conversation so far, ending with a user message.
     pub messages: &'a [Message],
+    /// The tools the model may call; left out of the JSON when empty.
     #[serde(skip_serializing_if = "<[ToolSpec]>::is_empty")]
     pub tools: &'a [ToolSpec],
 }
@@ -329,8 +375,11 @@ pub struct Request<'a> {
 /// The model's complete reply to one request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Response {
+    /// The reply's blocks: text, thinking, tool calls.
     pub content: Vec<ContentBlock>,
+    /// Why the model stopped; `None` if the provider did not say.
     pub stop_reason: Option<StopReason>,
+    /// Tokens used by this request.
     #[serde(default)]
     pub usage: Usage,
 }
@@ -353,7 +402,10 @@ pub enum Delta<'a> {
     /// Extended thinking text.
     Thinking(&'a str),
     /// The model started writing a tool call.
-    ToolUseStart { name: &'a str },
+    ToolUseStart {
+        /// The name of the tool being called.
+        name: &'a str,
+    },
 }
 
 #[cfg(test)]

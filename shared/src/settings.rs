@@ -22,7 +22,9 @@ pub fn from_env(name: &str) -> Option<String> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{variable} must be {expected}, got {value:?}")]
 pub struct InvalidSetting {
+    /// The environment variable, e.g. `AGENT_MAX_ROUNDS`.
     pub variable: String,
+    /// What it was set to.
     pub value: String,
     /// What would have been accepted, e.g. "a whole number of at least 1".
     pub expected: String,

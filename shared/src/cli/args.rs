@@ -52,6 +52,7 @@ impl CommonArgs {
     about = "A lesson of the Rust agent course. Type a request; q, exit or an empty line quits."
 )]
 pub struct LessonArgs {
+    /// The flags every lesson has.
     #[command(flatten)]
     pub common: CommonArgs,
 }

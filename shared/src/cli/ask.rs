@@ -13,7 +13,9 @@ use std::io::{BufRead, IsTerminal, Write};
 /// What the terminal answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TerminalAnswer {
+    /// The person typed `y` or `yes`.
     Yes,
+    /// The person typed anything else, or nothing.
     No,
     /// Standard input is not a terminal, so nobody was asked.
     NoTerminal,

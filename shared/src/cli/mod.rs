@@ -68,8 +68,11 @@ pub struct Lesson {
 /// Everything a lesson needs to build its agent.
 #[derive(Clone)]
 pub struct Setup {
+    /// The directory the tools are confined to.
     pub workspace: Workspace,
+    /// The model the flags and environment chose.
     pub model: Arc<dyn Model>,
+    /// The model id sent with each request.
     pub model_id: String,
     /// Where the lesson's mechanisms emit their notices; the agent must
     /// relay this same queue (`Agent::with_notices`).

@@ -59,6 +59,7 @@ pub struct AnthropicConfig {
     pub api_key: Option<Secret>,
     /// Sent as `Authorization: Bearer …`, for gateways that want a token.
     pub auth_token: Option<Secret>,
+    /// How long to wait for the connection, the response and each event.
     pub timeouts: Timeouts,
 }
 

@@ -30,8 +30,11 @@ pub const DEFAULT_MODEL_ID: &str = "claude-sonnet-4-5";
 /// Which kind of model to talk to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProviderKind {
+    /// The Anthropic Messages API.
     Anthropic,
+    /// A server that speaks OpenAI's Chat Completions (Ollama, vLLM, ...).
     OpenAi,
+    /// The offline scripted model that replays the lesson's `demo.json`.
     Demo,
 }
 
@@ -51,13 +54,17 @@ impl FromStr for ProviderKind {
 /// What the user asked for on the command line.
 #[derive(Debug, Clone, Default)]
 pub struct ModelChoice {
+    /// `--provider`, if given.
     pub provider: Option<ProviderKind>,
+    /// `--model`, if given.
     pub model_id: Option<String>,
+    /// `--demo`: use the demo model even if a real one is configured.
     pub demo: bool,
 }
 
 /// The chosen model, ready to use.
 pub struct SelectedModel {
+    /// The client every model call goes through.
     pub model: Arc<dyn Model>,
     /// The model id sent with each request.
     pub model_id: String,

@@ -63,6 +63,7 @@ pub struct OpenAiConfig {
     pub base_url: String,
     /// Sent as a bearer token when set; local servers need none.
     pub api_key: Option<Secret>,
+    /// How long to wait for the connection, the response and each event.
     pub timeouts: Timeouts,
 }
 

@@ -53,7 +53,9 @@ pub struct Reply {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedCall {
+    /// The tool to call.
     pub name: String,
+    /// The tool's input; `{}` if the script leaves it out.
     #[serde(default = "empty_object")]
     pub input: Value,
 }
@@ -66,10 +68,15 @@ fn empty_object() -> Value {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScriptedError {
+    /// [`ApiError::RateLimited`], with no `retry-after`.
     RateLimited,
+    /// [`ApiError::Overloaded`].
     Overloaded,
+    /// [`ApiError::PromptTooLong`].
     PromptTooLong,
+    /// [`ApiError::Server`], status 500.
     Server,
+    /// [`ApiError::StreamCutShort`].
     StreamCutShort,
 }
 
@@ -192,6 +199,7 @@ pub const DEFAULT_SIDE_REPLY: &str = "[]";
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Script {
+    /// Replies to the user's turns' requests, in order.
     pub replies: Vec<Reply>,
     /// Answers for side queries; see [`SideRule`].
     #[serde(default)]

@@ -130,7 +130,9 @@ pub enum CommandStatus {
 /// What a command printed (as the model sees it) and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandReport {
+    /// Standard output and error, truncated and labelled, as the model sees them.
     pub text: String,
+    /// How the command ended.
     pub status: CommandStatus,
 }
 

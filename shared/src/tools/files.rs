@@ -26,7 +26,7 @@ pub(crate) struct FilePrefix {
 
 impl FilePrefix {
     /// Whether the file was longer than what was read.
-    pub fn is_partial(&self) -> bool {
+    pub(crate) fn is_partial(&self) -> bool {
         (self.bytes.len() as u64) < self.size
     }
 }

@@ -33,8 +33,11 @@ pub enum PathError {
     /// The path leads outside the workspace.
     #[error("path escapes the workspace: {path} resolves to {}, which is outside {}", .resolved.display(), .root.display())]
     Escapes {
+        /// The path as given, before resolving.
         path: String,
+        /// Where it leads once `..` and symlinks are resolved.
         resolved: PathBuf,
+        /// The workspace root it had to stay under.
         root: PathBuf,
     },
     /// The path was the empty string.
@@ -43,12 +46,19 @@ pub enum PathError {
     /// A symlink on the way points at something that does not exist, so we
     /// cannot tell where a write through it would land.
     #[error("cannot follow {path}: {} is a symlink whose target does not exist", .link.display())]
-    DanglingSymlink { path: String, link: PathBuf },
+    DanglingSymlink {
+        /// The path as given, before resolving.
+        path: String,
+        /// The symlink whose target is missing.
+        link: PathBuf,
+    },
     /// The file system refused to tell us about a part of the path
     /// (permission denied, a file used as a directory, ...).
     #[error("cannot resolve {path}: {source}")]
     Io {
+        /// The path as given, before resolving.
         path: String,
+        /// The file system's error.
         #[source]
         source: io::Error,
     },
