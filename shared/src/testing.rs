@@ -36,8 +36,11 @@ pub enum Chunk {
 /// A scripted response.
 #[derive(Debug, Clone)]
 pub struct FakeResponse {
+    /// The HTTP status code.
     pub status: u16,
+    /// Response headers, sent in this order.
     pub headers: Vec<(String, String)>,
+    /// The body, written piece by piece.
     pub chunks: Vec<Chunk>,
 }
 
@@ -79,6 +82,7 @@ pub struct ReceivedRequest {
     pub request_line: String,
     /// Header names lower-cased, in arrival order.
     pub headers: Vec<(String, String)>,
+    /// The request body as text.
     pub body: String,
 }
 
@@ -315,10 +319,15 @@ pub fn anthropic_stream_with_usage(
 /// progress report.
 #[derive(Debug, Default, Clone)]
 pub struct Recorder {
+    /// The streamed text, concatenated.
     pub text: String,
+    /// Each tool call, in the order the turn ran them.
     pub calls: Vec<crate::protocol::ToolUse>,
+    /// Each tool result, in the order they came back.
     pub results: Vec<crate::protocol::ToolResult>,
+    /// Every notice the turn showed.
     pub notices: Vec<crate::notice::Notice>,
+    /// Every progress report.
     pub progress: Vec<crate::progress::Progress>,
 }
 

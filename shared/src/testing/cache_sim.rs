@@ -106,12 +106,21 @@ impl Billing {
 /// Why a request body is not one the provider would accept.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidRequest {
+    /// More `cache_control` markers than the provider allows.
     #[error("{found} cache breakpoints, more than the {max} allowed")]
-    TooManyBreakpoints { found: usize, max: usize },
+    TooManyBreakpoints {
+        /// How many the body carries.
+        found: usize,
+        /// How many the provider accepts.
+        max: usize,
+    },
+    /// A marker on a block kind that cannot carry one.
     #[error("a cache breakpoint on a block that cannot carry one ({0})")]
     BadBreakpoint(String),
+    /// The body is not a Messages request.
     #[error("the body has no messages array")]
     NoMessages,
+    /// The history breaks the `tool_use`/`tool_result` pairing.
     #[error("the messages break the pairing rules: {0}")]
     History(String),
 }

@@ -76,10 +76,13 @@ pub struct Recorded {
 /// (those that offer tools) and side queries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SessionBilling {
+    /// The figures of the requests that offer tools.
     pub conversation: Billing,
+    /// The figures of side queries (summaries, judges, extraction).
     pub side: Billing,
-    /// How many requests of each kind.
+    /// How many conversation requests were sent.
     pub conversation_requests: usize,
+    /// How many side queries were sent.
     pub side_requests: usize,
 }
 

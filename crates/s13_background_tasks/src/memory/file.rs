@@ -14,7 +14,7 @@
 //! Indent with tabs, never spaces, in every file.
 //! ```
 //!
-//! [`frontmatter`](super::frontmatter) reads and writes the block; this
+//! [`frontmatter`] reads and writes the block; this
 //! module says what the fields mean. `updated` is when the harness last
 //! wrote the file; a file without it (written by hand, or before memories
 //! were dated) still loads, and counts as older than every dated one.
