@@ -288,7 +288,13 @@ fn grade(root: &Path, data: &Data) -> Result<ExitCode, Failure> {
         .chain(through_stub.first().map(|(test, _)| test))
     {
         if let Some(log) = logs.get(test) {
-            eprintln!("\n---- {test} ----\n{}", log.trim_end());
+            // Up to the backtrace, if any: the panic message is what helps.
+            let shown: Vec<&str> = log
+                .lines()
+                .take_while(|line| !line.starts_with("stack backtrace:"))
+                .take(20)
+                .collect();
+            eprintln!("\n---- {test} ----\n{}", shown.join("\n").trim_end());
         }
     }
     println!(
@@ -523,6 +529,10 @@ fn reset(root: &Path, data: &Data, regions: &[Region], yes: bool) -> Result<Exit
             return Ok(ExitCode::SUCCESS);
         }
     }
+    // Green was this code's; it is gone.
+    let mut state = State::load(root);
+    state.green = false;
+    state.save(root)?;
     for region in regions {
         let stub = read(&root.join(format!("exercise/stubs/{}.txt", region.name)))?;
         put(root, region, &stub)?;
@@ -602,12 +612,12 @@ fn diff(old: &str, new: &str) -> String {
             out.push_str(&format!(" {}\n", a[i]));
             i += 1;
             j += 1;
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            out.push_str(&format!("+{}\n", b[j]));
-            j += 1;
-        } else {
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
             out.push_str(&format!("-{}\n", a[i]));
             i += 1;
+        } else {
+            out.push_str(&format!("+{}\n", b[j]));
+            j += 1;
         }
     }
     out
