@@ -183,20 +183,18 @@ fn grade(root: &Path, data: &Data) -> Result<ExitCode, Failure> {
         "grade {}: running the lesson's tests (cargo test -p {} --test it)…",
         data.lesson, data.package
     );
-    let output = cargo(root)
-        .args([
-            "test",
-            "--package",
-            &data.package,
-            "--test",
-            "it",
-            "--no-fail-fast",
-        ])
-        .output()
-        .map_err(|err| format!("running cargo test: {err}"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
-    let outcomes = outcomes(&stdout);
+    let run = run_tests(root, &data.package)?;
+    let (stdout, stderr, success) = (run.stdout, run.stderr, run.success);
+    if !run.hung.is_empty() {
+        eprintln!(
+            "  HUNG {}: stopped after {} s with no test finishing; a stub (or your code) that panics or never returns can leave a test waiting forever",
+            run.hung.join(", "),
+            run.waited
+        );
+    }
+    let mut outcomes = outcomes(&stdout);
+    // A test stopped while still running failed.
+    outcomes.extend(run.hung.iter().map(|test| (test.clone(), Outcome::Failed)));
     if outcomes.is_empty() {
         eprintln!("{stderr}");
         eprintln!(
@@ -318,10 +316,8 @@ fn grade(root: &Path, data: &Data) -> Result<ExitCode, Failure> {
         );
         return Ok(ExitCode::FAILURE);
     }
-    let green = graded_failed.is_empty()
-        && through_stub.is_empty()
-        && earlier_failed.is_empty()
-        && output.status.success();
+    let green =
+        graded_failed.is_empty() && through_stub.is_empty() && earlier_failed.is_empty() && success;
     let mut state = state;
     state.green = green;
     state.save(root)?;
@@ -334,6 +330,132 @@ fn grade(root: &Path, data: &Data) -> Result<ExitCode, Failure> {
         }
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// What one `cargo test` printed, and the tests still running when it was
+/// stopped.
+struct TestRun {
+    stdout: String,
+    stderr: String,
+    success: bool,
+    hung: Vec<String>,
+    waited: u64,
+}
+
+/// Runs the lesson's tests. A test left waiting forever (a stub panicked
+/// in a task another side waits on) must not hang `grade`: libtest names
+/// a test running for over 60 seconds; once one is named and no test has
+/// finished for `EXERCISE_QUIET_SECS` (30) more, or after
+/// `EXERCISE_TIMEOUT_SECS` (900) in all, the run is stopped.
+fn run_tests(root: &Path, package: &str) -> Result<TestRun, Failure> {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+    let secs = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (quiet, total) = (
+        secs("EXERCISE_QUIET_SECS", 30),
+        secs("EXERCISE_TIMEOUT_SECS", 900),
+    );
+    let mut command = cargo(root);
+    command
+        .args([
+            "test",
+            "--package",
+            package,
+            "--test",
+            "it",
+            "--no-fail-fast",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|err| format!("running cargo test: {err}"))?;
+    let out = Arc::new(Mutex::new((String::new(), Instant::now())));
+    let reader = |mut pipe: Box<dyn Read + Send>, into: Arc<Mutex<(String, Instant)>>| {
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut guard) = into.lock() {
+                    guard.0.push_str(&String::from_utf8_lossy(&buf[..n]));
+                    guard.1 = Instant::now();
+                }
+            }
+        })
+    };
+    let err = Arc::new(Mutex::new((String::new(), Instant::now())));
+    let stdout_thread = child
+        .stdout
+        .take()
+        .map(|pipe| reader(Box::new(pipe), out.clone()));
+    let stderr_thread = child
+        .stderr
+        .take()
+        .map(|pipe| reader(Box::new(pipe), err.clone()));
+    let started = Instant::now();
+    let mut hung = Vec::new();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let Ok((text, last)) = out.lock().map(|g| (g.0.clone(), g.1)) else {
+            continue;
+        };
+        let slow: Vec<String> = text
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("test ")?
+                    .strip_suffix(" has been running for over 60 seconds")
+            })
+            .map(str::to_string)
+            .collect();
+        let stuck = !slow.is_empty() && last.elapsed() > Duration::from_secs(quiet);
+        if stuck || started.elapsed() > Duration::from_secs(total) {
+            hung = slow;
+            stop(&mut child);
+            break None;
+        }
+    };
+    for thread in [stdout_thread, stderr_thread].into_iter().flatten() {
+        let _ = thread.join();
+    }
+    let take = |shared: &Arc<Mutex<(String, Instant)>>| {
+        shared.lock().map(|g| g.0.clone()).unwrap_or_default()
+    };
+    Ok(TestRun {
+        stdout: take(&out),
+        stderr: take(&err),
+        success: status.is_some_and(|s| s.success()),
+        hung,
+        waited: started.elapsed().as_secs(),
+    })
+}
+
+/// Stops the test run: cargo and the test binary it started (its process
+/// group, on Unix).
+fn stop(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    {
+        let _ = Command::new("kill")
+            .args(["-KILL", &format!("-{}", child.id())])
+            .status();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// `test a::b ... ok` lines of libtest's output.

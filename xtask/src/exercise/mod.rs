@@ -68,7 +68,8 @@ pub struct Region {
     /// Hints, in order: the approach, not the code.
     pub hints: Vec<String>,
     /// Names the stub still refers to (`let _ = (&a, &b);`) so that
-    /// parameters, locals and helpers the region used do not go unused.
+    /// parameters, locals and helpers the region used do not go unused;
+    /// `mut a` borrows `a` mutably.
     pub uses: Vec<String>,
 }
 
@@ -243,11 +244,17 @@ pub fn stub(lesson: &Lesson, region: &Region, indent: &str) -> String {
         name = region.name,
         todo = region.todo.trim_end_matches('.'),
     );
+    // `mut x` borrows mutably, for a variable the region was the only one
+    // to change (else: "does not need to be mutable").
+    let refer = |name: &String| match name.strip_prefix("mut ") {
+        Some(name) => format!("&mut {name}"),
+        None => format!("&{name}"),
+    };
     match region.uses.as_slice() {
         [] => {}
-        [one] => out.push_str(&format!("{indent}let _ = &{one};\n")),
+        [one] => out.push_str(&format!("{indent}let _ = {};\n", refer(one))),
         many => {
-            let refs: Vec<String> = many.iter().map(|name| format!("&{name}")).collect();
+            let refs: Vec<String> = many.iter().map(refer).collect();
             out.push_str(&format!("{indent}let _ = ({});\n", refs.join(", ")));
         }
     }
