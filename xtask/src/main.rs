@@ -225,8 +225,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                      manifests of dependencies the registry cache lacks (--offline forbids it)"
                 );
             }
-            let forked =
-                fork::fork_with(&root, lesson, &dest, name.as_deref(), offline, exercise)?;
+            let forked = fork::fork_with(&root, lesson, &dest, name.as_deref(), offline, exercise)?;
             eprintln!(
                 "forked {lesson} into {} as {}",
                 forked.dir.display(),
@@ -244,7 +243,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Task::ExerciseCheck { lessons: wanted, all } => {
+        Task::ExerciseCheck {
+            lessons: wanted,
+            all,
+        } => {
             let every = lessons::discover(&root)?;
             let chosen: Vec<&lessons::Lesson> = if all {
                 every

@@ -236,7 +236,14 @@ impl<'a> Book<'a> {
                 let chapter = self.lesson_ref(self.phrases.lesson_ref, index, infos);
                 pages.insert(
                     format!("{dir}/{}", exercise::page::file(&info.lesson)),
-                    exercise::page::render(MARKER, self.edition, &lessons, &info.lesson, &exercise, &chapter)?,
+                    exercise::page::render(
+                        MARKER,
+                        self.edition,
+                        &lessons,
+                        &info.lesson,
+                        &exercise,
+                        &chapter,
+                    )?,
                 );
             }
         }

@@ -62,7 +62,10 @@ pub fn check(root: &Path, lesson: &Lesson, target_dir: &Path) -> Result<Checked>
     }
     let stubbed = grade(&dir, target_dir)?;
     if stubbed.passed {
-        bail!("{id}: `cargo grade` passes with every region stubbed: {}", stubbed.line);
+        bail!(
+            "{id}: `cargo grade` passes with every region stubbed: {}",
+            stubbed.line
+        );
     }
 
     let regions: Vec<String> = forked
@@ -153,6 +156,7 @@ fn run(command: &mut Command) -> Result<Output> {
 
 /// The workspace's target directory, made whole.
 pub fn target_dir(root: &Path) -> Result<PathBuf> {
-    let dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let dir =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     Ok(std::path::absolute(dir)?)
 }

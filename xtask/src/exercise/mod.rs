@@ -86,8 +86,8 @@ pub fn load(lesson: &Lesson) -> Result<Option<Exercise>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     parse(&text)
         .with_context(|| format!("reading {}", path.display()))
         .map(Some)
@@ -156,11 +156,7 @@ fn strings(item: &toml_edit::Item, key: &str) -> Result<Vec<String>> {
 /// The graded test modules of `lesson`: the toml's list, else the
 /// lesson's `tests/it` modules that the lesson before it did not have
 /// (its wiring, `main`, `support` and `demo`, aside).
-pub fn graded_modules(
-    all: &[Lesson],
-    lesson: &Lesson,
-    exercise: &Exercise,
-) -> Result<Vec<String>> {
+pub fn graded_modules(all: &[Lesson], lesson: &Lesson, exercise: &Exercise) -> Result<Vec<String>> {
     if let Some(graded) = &exercise.graded {
         return Ok(graded.clone());
     }
@@ -331,7 +327,12 @@ pub struct Written {
 /// the tool written into `exercise/`, the Cargo aliases into
 /// `.cargo/config.toml`. Regions of earlier lessons (their markers carried
 /// along) are left as they are.
-pub fn write_into_fork(all: &[Lesson], lesson: &Lesson, dest: &Path, name: &str) -> Result<Written> {
+pub fn write_into_fork(
+    all: &[Lesson],
+    lesson: &Lesson,
+    dest: &Path,
+    name: &str,
+) -> Result<Written> {
     let Some(exercise) = load(lesson)? else {
         bail!(
             "{lesson} has no {EXERCISE_TOML}: it has no exercise yet (fork it without --exercise)"
@@ -357,7 +358,9 @@ pub fn write_into_fork(all: &[Lesson], lesson: &Lesson, dest: &Path, name: &str)
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {} in the fork", path.display()))?;
         let Some(span) = find_span(&text, &anchor) else {
-            bail!("{file} has no region {anchor} (`// ANCHOR: {anchor}` … `// ANCHOR_END: {anchor}`)");
+            bail!(
+                "{file} has no region {anchor} (`// ANCHOR: {anchor}` … `// ANCHOR_END: {anchor}`)"
+            );
         };
         let start_line = text.lines().nth(span.start).unwrap_or_default();
         let solution = body(&text, &anchor).unwrap_or_default();
@@ -366,8 +369,14 @@ pub fn write_into_fork(all: &[Lesson], lesson: &Lesson, dest: &Path, name: &str)
             bail!("{file}: region {anchor} vanished");
         };
         std::fs::write(&path, new_text)?;
-        tool::write_text(&data_dir.join(format!("solutions/{}.txt", region.name)), &solution)?;
-        tool::write_text(&data_dir.join(format!("stubs/{}.txt", region.name)), &stubbed)?;
+        tool::write_text(
+            &data_dir.join(format!("solutions/{}.txt", region.name)),
+            &solution,
+        )?;
+        tool::write_text(
+            &data_dir.join(format!("stubs/{}.txt", region.name)),
+            &stubbed,
+        )?;
         data.regions.push(tool::RegionData {
             name: region.name.clone(),
             anchor,
@@ -444,7 +453,9 @@ mod tests {
         let anchor = region.anchor(&lesson);
         assert_eq!(body(text, &anchor).as_deref(), Some("    1\n"));
         let stubbed = replace_body(text, &anchor, &stub(&lesson, &region, "    ")).unwrap();
-        assert!(stubbed.contains("    let _ = &command;\n    todo!(\"s03 deny: find the entry\")\n"));
+        assert!(
+            stubbed.contains("    let _ = &command;\n    todo!(\"s03 deny: find the entry\")\n")
+        );
         assert_eq!(replace_body(&stubbed, &anchor, "    1\n").unwrap(), text);
     }
 

@@ -179,7 +179,10 @@ pub fn render(
         p.graded_heading,
         i18n::fill(
             p.graded,
-            &[("modules", &modules.join(", ")), ("count", &count.to_string())]
+            &[
+                ("modules", &modules.join(", ")),
+                ("count", &count.to_string())
+            ]
         ),
         p.commands_heading,
         p.commands,

@@ -105,7 +105,9 @@ pub fn problems(root: &Path, all: &[Lesson]) -> Result<Vec<Problem>> {
 
 /// The lesson number an anchor names: `exercise-s03-deny` → 3.
 fn lesson_of(anchor: &str) -> Option<u32> {
-    let rest = anchor.strip_prefix(super::ANCHOR_PREFIX)?.strip_prefix('s')?;
+    let rest = anchor
+        .strip_prefix(super::ANCHOR_PREFIX)?
+        .strip_prefix('s')?;
     rest.get(..2)?.parse().ok()
 }
 
@@ -311,12 +313,18 @@ fn toml_regions(
             ));
         }
         if region.todo.trim().is_empty() {
-            problems.push(problem(toml, format!("region {} has an empty todo", region.name)));
+            problems.push(problem(
+                toml,
+                format!("region {} has an empty todo", region.name),
+            ));
         }
         if region.hints.is_empty() {
             problems.push(problem(
                 toml,
-                format!("region {} has no hints: give at least one (the approach, not the code)", region.name),
+                format!(
+                    "region {} has no hints: give at least one (the approach, not the code)",
+                    region.name
+                ),
             ));
         }
     }
@@ -354,7 +362,9 @@ fn toml_regions(
         }
         for module in graded {
             let dir = lesson.dir.join("tests/it");
-            if !dir.join(format!("{module}.rs")).is_file() && !dir.join(&module).join("mod.rs").is_file() {
+            if !dir.join(format!("{module}.rs")).is_file()
+                && !dir.join(&module).join("mod.rs").is_file()
+            {
                 problems.push(problem(
                     toml,
                     format!("grades test module {module}, which is not in tests/it"),

@@ -73,9 +73,8 @@ impl Data {
     /// The `exercise.txt` text.
     pub fn render(&self) -> String {
         let clean = |text: &str| text.replace(['\t', '\n', '\r'], " ");
-        let mut out = String::from(
-            "# Written by `cargo xtask fork --exercise`; read by exercise/main.rs.\n",
-        );
+        let mut out =
+            String::from("# Written by `cargo xtask fork --exercise`; read by exercise/main.rs.\n");
         out.push_str(&format!("lesson\t{}\n", self.lesson));
         out.push_str(&format!("package\t{}\n", self.package));
         for module in &self.graded {

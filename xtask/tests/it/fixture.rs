@@ -1139,9 +1139,10 @@ fn exercise_regions_pair_sit_in_function_bodies_and_match_their_toml() {
     );
     let found = problems(root);
     assert!(
-        found.iter().any(|p| p.contains(
-            "region exercise-s02-spec has no `// ANCHOR_END: exercise-s02-spec`"
-        )),
+        found
+            .iter()
+            .any(|p| p
+                .contains("region exercise-s02-spec has no `// ANCHOR_END: exercise-s02-spec`")),
         "{found:#?}"
     );
     edit(
@@ -1183,13 +1184,14 @@ fn exercise_regions_pair_sit_in_function_bodies_and_match_their_toml() {
     xtask::docs::generate(root).unwrap();
     let found = problems(root);
     assert!(
-        found.iter().any(|p| p.contains("lists region specs in src/todo.rs")),
+        found
+            .iter()
+            .any(|p| p.contains("lists region specs in src/todo.rs")),
         "{found:#?}"
     );
     assert!(
-        found.iter().any(|p| p.contains(
-            "region exercise-s02-spec is not listed in crates/s02_second/exercise.toml"
-        )),
+        found.iter().any(|p| p
+            .contains("region exercise-s02-spec is not listed in crates/s02_second/exercise.toml")),
         "{found:#?}"
     );
 }
