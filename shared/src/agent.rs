@@ -261,6 +261,7 @@ impl<H: Hooks> Agent<H> {
                 }
             }
 
+            // ANCHOR: exercise-s01-tools
             let mut results = self.run_tools(&calls, truncated, relay, cancel).await;
             let cancelled = cancel.is_cancelled();
             self.hooks.after_tool_results(&mut results);
@@ -270,6 +271,7 @@ impl<H: Hooks> Agent<H> {
             if cancelled {
                 return Err(TurnError::Cancelled);
             }
+            // ANCHOR_END: exercise-s01-tools
         }
     }
     // ANCHOR_END: loop

@@ -92,6 +92,11 @@
 //!     `shared/src` or a lesson's `src/` outside `#[cfg(test)]`; library
 //!     code says which failure it was with an error type of its own. See
 //!     [`crate::error_types`].
+//! 17. Exercises: the `// ANCHOR: exercise-sNN-name` markers in `shared/src`
+//!     and the lessons' `src/` are paired, each region is whole statements
+//!     ending a block inside a function body, and they match each lesson's
+//!     `exercise.toml` (regions, todo lines, hints, graded modules). See
+//!     [`crate::exercise::rules`].
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -170,6 +175,8 @@ pub fn run(root: &Path) -> Result<Vec<Problem>> {
     import_circles(root, &mut problems)?;
     // Rule 16.
     untyped_errors(root, &mut problems)?;
+    // Rule 17.
+    problems.extend(crate::exercise::rules::problems(root, &lessons)?);
     Ok(problems)
 }
 
@@ -299,7 +306,22 @@ fn includes(root: &Path, page: &str, text: &str, problems: &mut Vec<Problem>) {
             continue;
         };
         match include.selector {
-            Selector::All => {}
+            // mdBook strips anchor lines from an anchored include only: a
+            // whole file would show its exercise markers (rule 17).
+            Selector::All => {
+                if let Some(line) = content
+                    .lines()
+                    .find(|line| crate::exercise::is_marker(line))
+                {
+                    problems.push(problem(
+                        place,
+                        format!(
+                            "{shown} is included whole, so the book would show its exercise marker `{}`: include an anchored part of it, or move the region",
+                            line.trim()
+                        ),
+                    ));
+                }
+            }
             Selector::Anchor(name) => {
                 let has = |marker: &str| {
                     content

@@ -16,6 +16,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+/// The file in a lesson crate that lists its exercise (see
+/// [`crate::exercise`]).
+pub const EXERCISE_TOML: &str = "exercise.toml";
+
 /// What a lesson's crate name is replaced with when two lessons are compared.
 pub const PLACEHOLDER: &str = "sNN";
 
@@ -164,12 +168,15 @@ pub fn is_anchor_line(line: &str) -> bool {
 /// Whether a file inside a lesson crate is part of the lesson. Build output,
 /// hidden files (runtime state such as `.tasks/`), editor backups and insta
 /// snapshots are not: snapshots are test output, and the test that writes
-/// them is compared already.
+/// them is compared already. Nor is `exercise.toml`: it describes the
+/// lesson's exercise (see [`crate::exercise`]), not its code, and each
+/// lesson has its own.
 pub fn is_lesson_file(relative: &Path) -> bool {
     relative.components().all(|part| {
         let part = part.as_os_str().to_string_lossy();
         !(part.starts_with('.') || part == "target" || part == "snapshots")
     }) && !relative.to_string_lossy().ends_with(".rs.bk")
+        && relative != Path::new(EXERCISE_TOML)
 }
 
 /// Every file of `lesson`, keyed by its normalised crate-relative path

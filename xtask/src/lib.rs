@@ -11,7 +11,9 @@
 //! - `translation`: the state of each translated page, and `stamp` to
 //!   record that one was brought up to date with its English source;
 //! - `fork`: one lesson as a standalone Cargo project, outside the course;
-//!   `fork::check` builds, tests and runs one such fork (`cargo xtask fork-check`).
+//!   `fork::check` builds, tests and runs one such fork (`cargo xtask fork-check`);
+//!   with `--exercise`, the lesson's mechanism is left for the student
+//!   (see [`exercise`]; `cargo xtask exercise-check` proves each exercise).
 //!
 //! It is a library as well as a binary so that the checks run from a test.
 
@@ -22,6 +24,7 @@ pub mod claims;
 pub mod diff;
 pub mod docs;
 pub mod error_types;
+pub mod exercise;
 pub mod flags;
 pub mod fork;
 pub mod i18n;

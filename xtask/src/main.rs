@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use xtask::{carry, check, diff, docs, fork, i18n, lessons, repo_root};
+use xtask::{carry, check, diff, docs, exercise, fork, i18n, lessons, repo_root};
 
 #[derive(Parser)]
 #[command(about = "Tasks of the Rust agent course: lesson diffs, the book, its checks.")]
@@ -75,6 +75,21 @@ enum Task {
         /// dependency it lacks.
         #[arg(long)]
         offline: bool,
+        /// An exercise: the lesson's mechanism (the regions its
+        /// exercise.toml lists) replaced by `todo!()`, with `cargo grade`,
+        /// `cargo hint`, `cargo solution` and `cargo reset` in the fork.
+        #[arg(long)]
+        exercise: bool,
+    },
+    /// Prove each exercise works: fork it with --exercise, build it offline,
+    /// see `cargo grade` fail, each region reached by a graded test, and
+    /// `grade` pass once `cargo solution --apply` put the solution back.
+    ExerciseCheck {
+        /// The lessons (s01 s21); none with --all.
+        lessons: Vec<String>,
+        /// Every lesson with an exercise.toml.
+        #[arg(long)]
+        all: bool,
     },
     /// Fork a lesson under a new name and prove the fork works: `cargo test
     /// --offline --locked` in it (building into this workspace's target
@@ -196,6 +211,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             dest,
             name,
             offline,
+            exercise,
         } => {
             let all = lessons::discover(&root)?;
             let lesson = lessons::find(&all, &lesson)?;
@@ -209,13 +225,57 @@ fn run(cli: Cli) -> Result<ExitCode> {
                      manifests of dependencies the registry cache lacks (--offline forbids it)"
                 );
             }
-            let forked = fork::fork(&root, lesson, &dest, name.as_deref(), offline)?;
+            let forked = fork::fork_with(&root, lesson, &dest, name.as_deref(), offline, exercise)?;
             eprintln!(
                 "forked {lesson} into {} as {}",
                 forked.dir.display(),
                 forked.name
             );
-            eprintln!("  cd {} && cargo run", forked.dir.display());
+            if exercise {
+                eprintln!(
+                    "left for you: {} (look for `TODO({}`)",
+                    forked.exercise.join(", "),
+                    lesson.id()
+                );
+                eprintln!("  cd {} && cargo grade", forked.dir.display());
+            } else {
+                eprintln!("  cd {} && cargo run", forked.dir.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Task::ExerciseCheck {
+            lessons: wanted,
+            all,
+        } => {
+            let every = lessons::discover(&root)?;
+            let chosen: Vec<&lessons::Lesson> = if all {
+                every
+                    .iter()
+                    .filter(|l| l.dir.join(lessons::EXERCISE_TOML).is_file())
+                    .collect()
+            } else if wanted.is_empty() {
+                bail!("name the lessons to check (s01 s21), or --all");
+            } else {
+                wanted
+                    .iter()
+                    .map(|w| lessons::find(&every, w))
+                    .collect::<Result<_>>()?
+            };
+            let target_dir = exercise::check::target_dir(&root)?;
+            let started = std::time::Instant::now();
+            for lesson in chosen {
+                eprintln!("exercise-check {}: forking with --exercise…", lesson.id());
+                let checked = exercise::check::check(&root, lesson, &target_dir)?;
+                eprintln!(
+                    "exercise-check {}: regions {} each reached; stubbed: {}; solved: {} ({:.0?})",
+                    checked.lesson,
+                    checked.regions.join(", "),
+                    checked.stubbed,
+                    checked.solved,
+                    checked.took
+                );
+            }
+            eprintln!("every exercise checked in {:.0?}", started.elapsed());
             Ok(ExitCode::SUCCESS)
         }
         Task::ForkCheck { lesson, name } => {

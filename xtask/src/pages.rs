@@ -16,6 +16,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::diff::{self, FileChange};
+use crate::exercise;
 use crate::i18n::{self, BOOK_SRC, Edition, Phrases};
 use crate::lessons::{self, Content, Lesson};
 use crate::markdown;
@@ -229,6 +230,22 @@ impl<'a> Book<'a> {
                 }
             };
             pages.insert(format!("{dir}/{}", info.lesson.changes_file()), page);
+            // Its exercise's "Try it yourself" page, beside it.
+            if let Some(exercise) = exercise::load(&info.lesson)? {
+                let lessons: Vec<Lesson> = infos.iter().map(|i| i.lesson.clone()).collect();
+                let chapter = self.lesson_ref(self.phrases.lesson_ref, index, infos);
+                pages.insert(
+                    format!("{dir}/{}", exercise::page::file(&info.lesson)),
+                    exercise::page::render(
+                        MARKER,
+                        self.edition,
+                        &lessons,
+                        &info.lesson,
+                        &exercise,
+                        &chapter,
+                    )?,
+                );
+            }
         }
         pages.insert(
             format!("{dir}/lessons.md"),
@@ -301,6 +318,14 @@ impl<'a> Book<'a> {
                 p.what_changed,
                 info.lesson.changes_file()
             );
+            if info.lesson.dir.join(lessons::EXERCISE_TOML).is_file() {
+                let _ = writeln!(
+                    out,
+                    "  - [{}]({})",
+                    exercise::page::phrases(self.edition).entry,
+                    exercise::page::file(&info.lesson)
+                );
+            }
         }
         out
     }

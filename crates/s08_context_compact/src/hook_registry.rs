@@ -122,19 +122,23 @@ impl HookRegistry {
 
     /// The first `PreToolUse` result: why the call is blocked, if it is.
     pub fn trigger_pre_tool_use(&self, call: &ToolUse) -> Option<String> {
+        // ANCHOR: exercise-s04-pre_tool_use
         let hooks = self.lock().pre_tool_use.clone();
         hooks.iter().find_map(|hook| hook(call))
+        // ANCHOR_END: exercise-s04-pre_tool_use
     }
 
     /// Runs every `PostToolUse` hook (none stops the others) and returns
     /// the call's output with their feedback added: still one result.
     pub fn trigger_post_tool_use(&self, call: &ToolUse, output: ToolOutput) -> ToolOutput {
+        // ANCHOR: exercise-s04-post_tool_use
         let hooks = self.lock().post_tool_use.clone();
         let feedback: Vec<String> = hooks
             .iter()
             .filter_map(|hook| hook(call, &output))
             .collect();
         with_feedback(output, &feedback)
+        // ANCHOR_END: exercise-s04-post_tool_use
     }
 
     /// The first `Stop` result: a prompt that continues the turn, if any.

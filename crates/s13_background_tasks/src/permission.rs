@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use shared::cli::{TerminalAnswer, ask_yes_no, describe_input, show_answered};
 use shared::protocol::ToolUse;
-use shared::tools::{PathError, Workspace};
+use shared::tools::Workspace;
 
 // ANCHOR: lists
 /// Text that must never appear in a `bash` command.
@@ -146,10 +146,12 @@ impl PermissionGate {
 // ANCHOR: checks
 /// Gate 1: the deny-list entry `command` contains, if any.
 pub fn check_deny_list(command: &str) -> Option<&'static str> {
+    // ANCHOR: exercise-s03-deny
     DENY_LIST
         .iter()
         .copied()
         .find(|pattern| command.contains(pattern))
+    // ANCHOR_END: exercise-s03-deny
 }
 
 /// Gate 2: why `call` needs approval, if it does.
@@ -167,10 +169,15 @@ pub fn check_rules(workspace: &Workspace, call: &ToolUse) -> Option<&'static str
 /// very check the file tools make (symlinks included), so the rule asks
 /// about exactly the paths the tools would refuse.
 fn leaves_workspace(workspace: &Workspace, call: &ToolUse) -> bool {
+    // ANCHOR: exercise-s03-outside
     let Some(path) = call.input.get("path").and_then(|path| path.as_str()) else {
         return false;
     };
-    matches!(workspace.resolve(path), Err(PathError::Escapes { .. }))
+    matches!(
+        workspace.resolve(path),
+        Err(shared::tools::PathError::Escapes { .. })
+    )
+    // ANCHOR_END: exercise-s03-outside
 }
 
 /// The `command` of a `bash` call; empty when it is missing, so a bad call

@@ -78,12 +78,14 @@ impl ToolRegistry {
         F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolOutput> + Send + 'static,
     {
+        // ANCHOR: exercise-s02-register
         self.specs.retain(|existing| existing.name != spec.name);
         self.handlers.insert(
             spec.name.clone(),
             Box::new(move |input, context| Box::pin(handler(input, context))),
         );
         self.specs.push(spec);
+        // ANCHOR_END: exercise-s02-register
     }
 
     /// Replaces a registered tool in its place, keeping the order of the

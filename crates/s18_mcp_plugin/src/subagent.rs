@@ -163,6 +163,7 @@ impl Subagent {
         );
         // Cancelling the parent's turn drops this future, and the subagent
         // with it; its own token is never needed.
+        // ANCHOR: exercise-s06-run
         let outcome = agent
             .run_turn(
                 &mut history,
@@ -172,6 +173,7 @@ impl Subagent {
             )
             .await;
         report(outcome, &history, notices)
+        // ANCHOR_END: exercise-s06-run
     }
 
     // ANCHOR: compactor

@@ -298,6 +298,7 @@ fn kind_in_string(value: &Value) -> &'static str {
 // ANCHOR: render
 /// The list as the terminal and the model see it, one task per line.
 pub fn render(todos: &[Todo]) -> String {
+    // ANCHOR: exercise-s05-render
     let lines: Vec<String> = todos
         .iter()
         .map(|todo| {
@@ -307,6 +308,7 @@ pub fn render(todos: &[Todo]) -> String {
         })
         .collect();
     lines.join("\n")
+    // ANCHOR_END: exercise-s05-render
 }
 
 /// "Updated 3 tasks (1 completed, 1 in progress, 1 pending):" and the list.

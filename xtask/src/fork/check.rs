@@ -78,7 +78,7 @@ pub fn check(root: &Path, lesson: &Lesson, name: &str, target_dir: &Path) -> Res
 
 /// `cargo` in `dir`, building into `target_dir`, with nothing the outer
 /// `cargo run` exported to steer it.
-fn cargo(dir: &Path, target_dir: &Path) -> Command {
+pub(crate) fn cargo(dir: &Path, target_dir: &Path) -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command.current_dir(dir).env("CARGO_TARGET_DIR", target_dir);

@@ -59,6 +59,8 @@ pub struct Forked {
     /// The folders with an npm `package.json` whose packages the lesson's
     /// tests use once installed.
     pub npm: Vec<String>,
+    /// With `--exercise`: the regions left for the student (`s03 deny`).
+    pub exercise: Vec<String>,
 }
 
 // ANCHOR: fork
@@ -73,6 +75,20 @@ pub fn fork(
     dest: &Path,
     name: Option<&str>,
     offline: bool,
+) -> Result<Forked> {
+    fork_with(root, lesson, dest, name, offline, false)
+}
+// ANCHOR_END: fork
+
+/// [`fork`], and with `exercise` the lesson's exercise regions stubbed and
+/// the exercise's tool added (see [`crate::exercise`]).
+pub fn fork_with(
+    root: &Path,
+    lesson: &Lesson,
+    dest: &Path,
+    name: Option<&str>,
+    offline: bool,
+    exercise: bool,
 ) -> Result<Forked> {
     let name = name.unwrap_or(&lesson.name).to_string();
     check_name(&name)?;
@@ -122,6 +138,13 @@ pub fn fork(
     for resource in &carried.resources {
         copy_tree(&root.join(resource), &dest.join(resource), &str::to_string)?;
     }
+    let mut stubbed = Vec::new();
+    if exercise {
+        let all = crate::lessons::discover(root)?;
+        let written = crate::exercise::write_into_fork(&all, lesson, dest, &name)?;
+        stubbed = written.regions;
+        members.push(written.member);
+    }
     // Clippy reads its settings from the nearest clippy.toml above a crate.
     if root.join("clippy.toml").is_file() {
         std::fs::copy(root.join("clippy.toml"), dest.join("clippy.toml"))?;
@@ -141,10 +164,11 @@ pub fn fork(
     settle_lock(dest, offline)?;
     write(&dest.join(".gitignore"), GITIGNORE)?;
     let npm = npm_dirs(dest)?;
-    write(
-        &dest.join("README.md"),
-        &readme(root, lesson, &name, &carried, &npm)?,
-    )?;
+    let mut text = readme(root, lesson, &name, &carried, &npm)?;
+    if exercise {
+        text.push_str(&crate::exercise::readme_section(lesson, &stubbed));
+    }
+    write(&dest.join("README.md"), &text)?;
 
     Ok(Forked {
         dir: dest.to_path_buf(),
@@ -152,9 +176,9 @@ pub fn fork(
         members,
         resources: carried.resources,
         npm,
+        exercise: stubbed,
     })
 }
-// ANCHOR_END: fork
 
 /// Lets Cargo itself finish the trimmed lock. The course's lock
 /// records the features the whole workspace turns on (another lesson may
@@ -295,6 +319,9 @@ fn is_copied(relative: &Path) -> bool {
     ![".rs.bk", ".pending-snap", ".snap.new"]
         .iter()
         .any(|suffix| text.ends_with(suffix))
+        // The exercise's list is the course's: `--exercise` writes what the
+        // fork needs of it into `exercise/`.
+        && text != crate::lessons::EXERCISE_TOML
 }
 
 /// Copies `from` (a folder, or a single file) into `to`, passing every

@@ -1096,3 +1096,102 @@ fn a_string_or_boxed_error_in_library_code_fails_the_check_and_names_where() {
         ]
     );
 }
+
+/// Lesson 2's `spec` body as an exercise region, listed in its toml.
+fn with_exercise(root: &Path) {
+    edit(
+        root,
+        "crates/s02_second/src/todo.rs",
+        "pub fn spec() -> ToolSpec {\n",
+        "pub fn spec() -> ToolSpec {\n    // ANCHOR: exercise-s02-spec\n",
+    );
+    edit(
+        root,
+        "crates/s02_second/src/todo.rs",
+        "    )\n}\n",
+        "    )\n    // ANCHOR_END: exercise-s02-spec\n}\n",
+    );
+    write(
+        root,
+        "crates/s02_second/exercise.toml",
+        "graded = [\"offered_tools\"]\n\n[[region]]\nname = \"spec\"\nfile = \"src/todo.rs\"\ntodo = \"describe todo_write to the model\"\nhints = [\"A ToolSpec: name, description, input schema.\"]\n",
+    );
+    xtask::docs::generate(root).unwrap();
+}
+
+#[test]
+fn exercise_regions_pair_sit_in_function_bodies_and_match_their_toml() {
+    let dir = fixture();
+    let root = dir.path();
+    with_exercise(root);
+    assert_eq!(problems(root), Vec::<String>::new());
+    assert!(
+        root.join("docs/src/changes/s02_second-exercise.md")
+            .is_file()
+    );
+
+    // An end marker gone.
+    edit(
+        root,
+        "crates/s02_second/src/todo.rs",
+        "    // ANCHOR_END: exercise-s02-spec\n",
+        "",
+    );
+    let found = problems(root);
+    assert!(
+        found
+            .iter()
+            .any(|p| p
+                .contains("region exercise-s02-spec has no `// ANCHOR_END: exercise-s02-spec`")),
+        "{found:#?}"
+    );
+    edit(
+        root,
+        "crates/s02_second/src/todo.rs",
+        "    )\n}\n",
+        "    )\n    // ANCHOR_END: exercise-s02-spec\n}\n",
+    );
+    assert_eq!(problems(root), Vec::<String>::new());
+
+    // A region that starts outside the function.
+    edit(
+        root,
+        "crates/s02_second/src/todo.rs",
+        "pub fn spec() -> ToolSpec {\n    // ANCHOR: exercise-s02-spec\n",
+        "// ANCHOR: exercise-s02-spec\npub fn spec() -> ToolSpec {\n",
+    );
+    let found = problems(root);
+    assert!(
+        found
+            .iter()
+            .any(|p| p.contains("is not whole statements inside a block")),
+        "{found:#?}"
+    );
+    edit(
+        root,
+        "crates/s02_second/src/todo.rs",
+        "// ANCHOR: exercise-s02-spec\npub fn spec() -> ToolSpec {\n",
+        "pub fn spec() -> ToolSpec {\n    // ANCHOR: exercise-s02-spec\n",
+    );
+
+    // The toml names a region the code does not mark, and misses the one it does.
+    edit(
+        root,
+        "crates/s02_second/exercise.toml",
+        "name = \"spec\"",
+        "name = \"specs\"",
+    );
+    xtask::docs::generate(root).unwrap();
+    let found = problems(root);
+    assert!(
+        found
+            .iter()
+            .any(|p| p.contains("lists region specs in src/todo.rs")),
+        "{found:#?}"
+    );
+    assert!(
+        found.iter().any(|p| p
+            .contains("region exercise-s02-spec is not listed in crates/s02_second/exercise.toml")),
+        "{found:#?}"
+    );
+}

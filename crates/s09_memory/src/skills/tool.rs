@@ -67,10 +67,12 @@ pub async fn call(registry: &SkillRegistry, workspace: &Path, input: &Value) -> 
             registry.names()
         ));
     };
+    // ANCHOR: exercise-s07-load
     match &input.file {
         None => ToolOutput::ok(render_skill(skill, workspace)),
         Some(file) => read_skill_file(skill, file).await,
     }
+    // ANCHOR_END: exercise-s07-load
 }
 // ANCHOR_END: call
 

@@ -268,6 +268,7 @@ impl TaskBoard {
 /// but the files are also edited by hand and by other sessions, and a task
 /// that waits on a cycle could never start.
 fn find_cycle(new: &Task, tasks: &BTreeMap<&str, &Task>) -> Option<Vec<String>> {
+    // ANCHOR: exercise-s12-cycle
     fn visit<'a>(
         id: &'a str,
         deps_of: &dyn Fn(&str) -> Option<&'a [String]>,
@@ -299,6 +300,7 @@ fn find_cycle(new: &Task, tasks: &BTreeMap<&str, &Task>) -> Option<Vec<String>> 
         }
     };
     visit(&new.id, &deps_of, &mut Vec::new(), &mut BTreeSet::new())
+    // ANCHOR_END: exercise-s12-cycle
 }
 // ANCHOR_END: create
 

@@ -226,6 +226,7 @@ impl Protocols {
         approve: bool,
         feedback: &str,
     ) -> Result<Transition, ProtocolError> {
+        // ANCHOR: exercise-s15-respond
         let mut state = self.state();
         let request = state
             .requests
@@ -264,6 +265,7 @@ impl Protocols {
             before: RequestStatus::Pending,
             request: request.clone(),
         })
+        // ANCHOR_END: exercise-s15-respond
     }
     // ANCHOR_END: respond
 

@@ -38,6 +38,7 @@ pub fn runs_in_background(explicit: Option<bool>, command: &str) -> bool {
 
 /// Whether `command` looks like it will take minutes.
 pub fn looks_slow(command: &str) -> bool {
+    // ANCHOR: exercise-s13-slow
     simple_commands(command).any(|words| {
         let Some((program, rest)) = program_and_arguments(&words) else {
             return false;
@@ -46,6 +47,7 @@ pub fn looks_slow(command: &str) -> bool {
             || (TOOLCHAINS.contains(&program)
                 && rest.iter().any(|word| SLOW_SUBCOMMANDS.contains(word)))
     })
+    // ANCHOR_END: exercise-s13-slow
 }
 // ANCHOR_END: decide
 

@@ -37,6 +37,7 @@ impl TaskBoard {
     /// lease has run out. A snapshot: another claimer may take any of them
     /// first.
     pub fn claimable(&self, now: u64) -> Vec<Task> {
+        // ANCHOR: exercise-s16-claimable
         let tasks = self.list();
         let by_id: BTreeMap<&str, &Task> =
             tasks.iter().map(|task| (task.id.as_str(), task)).collect();
@@ -49,6 +50,7 @@ impl TaskBoard {
             })
             .cloned()
             .collect()
+        // ANCHOR_END: exercise-s16-claimable
     }
     // ANCHOR_END: claimable
 

@@ -34,10 +34,12 @@ pub fn normalize(name: &str) -> String {
 /// The name the tool `tool` of server `server` is offered under:
 /// `mcp__<server>__<tool>`, normalised, at most [`MAX_NAME_CHARS`] long.
 pub fn tool_name(server: &str, tool: &str) -> String {
+    // ANCHOR: exercise-s18-name
     let mut name = format!("{PREFIX}{}__{}", normalize(server), normalize(tool));
     // Normalised names are ASCII, so a byte index is a character index.
     name.truncate(MAX_NAME_CHARS);
     name
+    // ANCHOR_END: exercise-s18-name
 }
 // ANCHOR_END: names
 

@@ -155,6 +155,7 @@ fn same_word(a: &str, b: &str) -> bool {
 /// The fallback: memories whose name or description shares words with the
 /// prompt, most shared words first, at most `max`.
 pub fn keyword_matches(prompt: &str, memories: &[StoredMemory], max: usize) -> Vec<usize> {
+    // ANCHOR: exercise-s09-keywords
     let wanted = keywords(prompt);
     let mut scored: Vec<(usize, usize)> = memories
         .iter()
@@ -179,6 +180,7 @@ pub fn keyword_matches(prompt: &str, memories: &[StoredMemory], max: usize) -> V
         .take(max)
         .map(|(index, _)| index)
         .collect()
+    // ANCHOR_END: exercise-s09-keywords
 }
 // ANCHOR_END: keywords
 

@@ -14,6 +14,7 @@ const SEPARATOR: &str = "\n\n";
 /// stable ones joined into one block that carries the cache breakpoint,
 /// then the volatile ones, if any, in a second block after it.
 pub fn assemble(sections: &[Section]) -> Vec<SystemBlock> {
+    // ANCHOR: exercise-s10-assemble
     let joined = |placement: Placement| {
         let texts: Vec<&str> = sections
             .iter()
@@ -35,6 +36,7 @@ pub fn assemble(sections: &[Section]) -> Vec<SystemBlock> {
         blocks.push(SystemBlock::text(volatile));
     }
     blocks
+    // ANCHOR_END: exercise-s10-assemble
 }
 
 /// Puts a cache breakpoint on the last tool. Tools come first in the

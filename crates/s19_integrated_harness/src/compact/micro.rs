@@ -43,6 +43,7 @@ pub fn saved_placeholder(path: &str) -> String {
 /// longer than `min_chars`, never touching results the model has not seen.
 /// Returns how many were cleared.
 pub fn micro_compact(history: &mut [Message], keep_recent: usize, min_chars: usize) -> usize {
+    // ANCHOR: exercise-s08-micro
     let clearable = clearable(history, keep_recent, min_chars);
     for &(m, b) in &clearable {
         let ContentBlock::ToolResult(result) = &mut history[m].content[b] else {
@@ -55,6 +56,7 @@ pub fn micro_compact(history: &mut [Message], keep_recent: usize, min_chars: usi
         result.content = ToolResultContent::Text(placeholder);
     }
     clearable.len()
+    // ANCHOR_END: exercise-s08-micro
 }
 
 /// Where the results are that [`micro_compact`] would clear, as (message,

@@ -36,10 +36,12 @@ pub struct Delay {
 /// The wait after failed attempt number `failed` (0 for the first failure),
 /// before jitter: `min(base · 2^failed, max)`.
 pub fn backoff(policy: &RecoveryPolicy, failed: u32) -> Duration {
+    // ANCHOR: exercise-s11-backoff
     let base = millis(policy.base_delay);
     let factor = 1u64.checked_shl(failed).unwrap_or(u64::MAX);
     let delay = base.saturating_mul(factor).min(millis(policy.max_delay));
     Duration::from_millis(delay)
+    // ANCHOR_END: exercise-s11-backoff
 }
 
 /// [`backoff`] plus a random `0..=max_jitter_percent` % of it.

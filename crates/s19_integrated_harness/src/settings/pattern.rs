@@ -42,8 +42,10 @@ impl Wildcard {
 
     /// Whether `text`, all of it, matches.
     pub fn matches(&self, text: &str) -> bool {
+        // ANCHOR: exercise-s19-matches
         let text: Vec<char> = text.chars().collect();
         self.match_from(0, &text, 0)
+        // ANCHOR_END: exercise-s19-matches
     }
 
     // ANCHOR: match

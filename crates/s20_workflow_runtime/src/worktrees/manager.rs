@@ -228,6 +228,7 @@ impl WorktreeManager {
     /// vanished, so the caller fails loudly there rather than quietly
     /// working in the main checkout.
     pub fn bound_to(&self, task_id: &str) -> Option<BoundWorktree> {
+        // ANCHOR: exercise-s17-bound_to
         let (records, _) = store::load(&self.dir);
         records
             .into_iter()
@@ -236,6 +237,7 @@ impl WorktreeManager {
                 path: self.dir.join(&name),
                 name,
             })
+        // ANCHOR_END: exercise-s17-bound_to
     }
     // ANCHOR_END: bound_to
 

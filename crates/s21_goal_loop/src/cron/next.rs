@@ -63,6 +63,7 @@ impl CronExpr {
     /// Returns `None` only when no fire time exists before the end of the
     /// calendar that `jiff` supports.
     pub fn next_after(&self, after: &ZonedDateTime) -> Option<ZonedDateTime> {
+        // ANCHOR: exercise-s14-next
         let tz = after.time_zone();
         let now = after.timestamp();
         // The latest local minute the clock has shown so far. Right after a
@@ -71,6 +72,7 @@ impl CronExpr {
         let since = now.saturating_sub(LOOK_BACK).unwrap_or(now);
         let reached = latest_local_minute(tz, since, now).unwrap_or_else(|| local_minute(tz, now));
         next_fire_from(self, tz, reached, now)
+        // ANCHOR_END: exercise-s14-next
     }
 
     /// The first local minute strictly after `after`'s minute that the

@@ -103,10 +103,12 @@ impl Occurrences {
     /// Called as the call is issued, before anything about it can wait,
     /// so the count follows the order of the workflow's code.
     pub fn next(&self, first_key: &str) -> usize {
+        // ANCHOR: exercise-s20-occurrence
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         let count = seen.entry(first_key.to_string()).or_insert(0);
         *count += 1;
         *count
+        // ANCHOR_END: exercise-s20-occurrence
     }
 }
 
