@@ -430,8 +430,16 @@ fn run_tests(root: &Path, package: &str) -> Result<TestRun, Failure> {
             break None;
         }
     };
-    for thread in [stdout_thread, stderr_thread].into_iter().flatten() {
-        let _ = thread.join();
+    // A process the tests started in a group of its own (the bash tool's
+    // children are) can outlive the kill and hold the pipes open: give the
+    // readers a moment to reach the end, then take what they have read.
+    let readers: Vec<_> = [stdout_thread, stderr_thread]
+        .into_iter()
+        .flatten()
+        .collect();
+    let drained = Instant::now();
+    while readers.iter().any(|t| !t.is_finished()) && drained.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
     }
     let take = |shared: &Arc<Mutex<(String, Instant)>>| {
         shared.lock().map(|g| g.0.clone()).unwrap_or_default()
