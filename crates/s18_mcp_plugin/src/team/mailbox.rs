@@ -160,6 +160,7 @@ impl Mailbox {
             source,
         })?;
 
+        // ANCHOR: exercise-s15-append
         let _lock = self.lock()?;
         let path = self.inbox_path();
         let failed = |action| BusError::io(action, &path);
@@ -187,6 +188,7 @@ impl Mailbox {
             sync_dir(&self.dir).map_err(BusError::io("flush", &self.dir))?;
         }
         Ok(())
+        // ANCHOR_END: exercise-s15-append
     }
     // ANCHOR_END: append
 
