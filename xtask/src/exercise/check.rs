@@ -60,19 +60,19 @@ pub fn check(root: &Path, lesson: &Lesson, target_dir: &Path) -> Result<Checked>
             String::from_utf8_lossy(&build.stderr)
         );
     }
-    let stubbed = grade(&dir, target_dir)?;
-    if stubbed.passed {
-        bail!(
-            "{id}: `cargo grade` passes with every region stubbed: {}",
-            stubbed.line
-        );
-    }
-
     let regions: Vec<String> = forked
         .exercise
         .iter()
         .map(|r| r.rsplit(' ').next().unwrap_or(r).to_string())
         .collect();
+    let stubbed = grade(&dir, target_dir)?;
+    if stubbed.passed {
+        bail!(
+            "{id}: `cargo grade` passes with every region stubbed ({}): no graded test reaches region {} (add a test for it, or grade the module that has one)",
+            stubbed.line,
+            regions.join(" or ")
+        );
+    }
     if regions.len() > 1 {
         for region in &regions {
             tool(&dir, target_dir, &["solution", "--apply"])?;
