@@ -195,6 +195,23 @@ fn grade(root: &Path, data: &Data) -> Result<ExitCode, Failure> {
     let mut outcomes = outcomes(&stdout);
     // A test stopped while still running failed.
     outcomes.extend(run.hung.iter().map(|test| (test.clone(), Outcome::Failed)));
+    let mut not_run = Vec::new();
+    if run.stopped {
+        // So did every test the stopped run never started: a count of only
+        // the tests that finished would hide them.
+        for test in list_tests(root, &data.package) {
+            if !outcomes.iter().any(|(name, _)| *name == test) {
+                not_run.push(test.clone());
+                outcomes.push((test, Outcome::Failed));
+            }
+        }
+        if !not_run.is_empty() {
+            eprintln!(
+                "  NOT RUN {} more tests: the run was stopped before they started; they count as failed",
+                not_run.len()
+            );
+        }
+    }
     if outcomes.is_empty() {
         eprintln!("{stderr}");
         eprintln!(
@@ -337,6 +354,8 @@ fn grade(root: &Path, data: &Data) -> Result<ExitCode, Failure> {
 struct TestRun {
     stdout: String,
     stderr: String,
+    /// The run was stopped (a hang, or the overall timeout).
+    stopped: bool,
     success: bool,
     hung: Vec<String>,
     waited: u64,
@@ -447,10 +466,28 @@ fn run_tests(root: &Path, package: &str) -> Result<TestRun, Failure> {
     Ok(TestRun {
         stdout: take(&out),
         stderr: take(&err),
+        stopped: status.is_none(),
         success: status.is_some_and(|s| s.success()),
         hung,
         waited: started.elapsed().as_secs(),
     })
+}
+
+/// The names of the lesson's tests (`--list`; the binary is built by then).
+fn list_tests(root: &Path, package: &str) -> Vec<String> {
+    let listed = cargo(root)
+        .args(["test", "--package", package, "--test", "it", "--"])
+        .args(["--list", "--format", "terse"])
+        .stderr(std::process::Stdio::null())
+        .output();
+    let Ok(listed) = listed else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|line| line.strip_suffix(": test"))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Stops the test run: cargo and the test binary it started (its process
@@ -458,8 +495,14 @@ fn run_tests(root: &Path, package: &str) -> Result<TestRun, Failure> {
 fn stop(child: &mut std::process::Child) {
     #[cfg(unix)]
     {
+        // `--` is not optional: procps' `kill` reads `-12345` after a
+        // signal as more options, and signals -1, every process the user
+        // may signal. With `--` the negative number is the group.
         let _ = Command::new("kill")
-            .args(["-KILL", &format!("-{}", child.id())])
+            .args(["-KILL", "--", &format!("-{}", child.id())])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .status();
     }
     let _ = child.kill();
