@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::fork::check::{cargo, sync};
+use crate::fork::check::{cargo, install_npm_packages, sync};
 use crate::lessons::Lesson;
 
 /// What one lesson's check found.
@@ -49,6 +49,8 @@ pub fn check(root: &Path, lesson: &Lesson, target_dir: &Path) -> Result<Checked>
     let fresh = temp.path().join("fork");
     let forked = crate::fork::fork_with(root, lesson, &fresh, None, true, true)?;
     let dir = target_dir.join("exercise-check").join("fork");
+    // The reference MCP servers s18+ test against, as fork-check gives them.
+    install_npm_packages(root, &fresh)?;
     sync(&fresh, &dir)?;
     let lock_before = std::fs::read_to_string(dir.join("Cargo.lock"))?;
     let id = lesson.id();

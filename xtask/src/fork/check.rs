@@ -163,7 +163,7 @@ pub fn first_demo_reply(demo_json: &str) -> Result<Vec<String>> {
 /// Gives the fork the npm packages its tests connect to, as a user would
 /// after `npm ci`: a copy of those the course has installed (CI runs `npm
 /// ci` first). The fork command itself never copies `node_modules`.
-fn install_npm_packages(root: &Path, fork: &Path) -> Result<()> {
+pub(crate) fn install_npm_packages(root: &Path, fork: &Path) -> Result<()> {
     for file in lessons::all_files(fork)? {
         if file.file_name().is_none_or(|name| name != "package.json") {
             continue;
