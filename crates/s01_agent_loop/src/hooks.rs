@@ -1,4 +1,9 @@
-//! What this lesson plugs into the loop.
+//! What this lesson plugs into the loop: the state `LessonHooks` holds,
+//! and what it does on each of the loop's events. How that state is built
+//! is in the child module, `hooks/wiring.rs`, so that what is built and
+//! what happens on each event are read apart.
+
+mod wiring;
 
 use shared::hooks::{Hooks, ToolOutput};
 use shared::protocol::{SystemBlock, ToolSpec, ToolUse};
@@ -8,13 +13,6 @@ use shared::tools::{Workspace, bash};
 #[derive(Debug, Clone)]
 pub struct LessonHooks {
     workspace: Workspace,
-}
-
-impl LessonHooks {
-    /// Hooks working in `workspace`.
-    pub fn new(workspace: Workspace) -> Self {
-        Self { workspace }
-    }
 }
 
 impl Hooks for LessonHooks {

@@ -1,11 +1,14 @@
-//! What this lesson plugs into the loop.
+//! What this lesson plugs into the loop: the state `LessonHooks` holds,
+//! and what it does on each of the loop's events. How that state is built
+//! is in the child module, `hooks/wiring.rs`, so that what is built and
+//! what happens on each event are read apart.
+
+mod wiring;
 
 use shared::hooks::{Hooks, ToolOutput};
-use shared::notice::Notices;
 use shared::protocol::{SystemBlock, ToolSpec, ToolUse};
-use shared::tools::Workspace;
 
-use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
+use crate::dispatch::{ToolContext, ToolRegistry};
 
 /// The lesson's hooks: a system prompt and a dispatch map of tools.
 pub struct LessonHooks {
@@ -15,15 +18,6 @@ pub struct LessonHooks {
 }
 
 impl LessonHooks {
-    /// Hooks working in `workspace`, with the five base tools, reporting to
-    /// `notices`.
-    pub fn new(workspace: Workspace, notices: Notices) -> Self {
-        Self {
-            tools: base_tools(),
-            context: ToolContext::new(workspace, notices),
-        }
-    }
-
     /// The dispatch map, to add or remove tools between calls.
     pub fn tool_registry(&mut self) -> &mut ToolRegistry {
         &mut self.tools

@@ -1,12 +1,15 @@
-//! What this lesson plugs into the loop.
+//! What this lesson plugs into the loop: the state `LessonHooks` holds,
+//! and what it does on each of the loop's events. How that state is built
+//! is in the child module, `hooks/wiring.rs`, so that what is built and
+//! what happens on each event are read apart.
+
+mod wiring;
 
 use shared::hooks::{Hooks, ToolOutput};
-use shared::notice::Notices;
 use shared::protocol::{SystemBlock, ToolSpec, ToolUse};
-use shared::tools::Workspace;
 
-use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
-use crate::permission::{Approver, Decision, PermissionGate};
+use crate::dispatch::{ToolContext, ToolRegistry};
+use crate::permission::{Decision, PermissionGate};
 
 /// The lesson's hooks: a system prompt, a dispatch map of tools and the
 /// permission gate in front of it.
@@ -18,17 +21,6 @@ pub struct LessonHooks {
 }
 
 impl LessonHooks {
-    /// Hooks working in `workspace`, with the five base tools, reporting to
-    /// `notices`, asking `approver` before risky calls.
-    pub fn new(workspace: Workspace, notices: Notices, approver: Box<dyn Approver>) -> Self {
-        let permission = PermissionGate::new(workspace.clone(), approver);
-        Self {
-            tools: base_tools(),
-            context: ToolContext::new(workspace, notices),
-            permission,
-        }
-    }
-
     /// The dispatch map, to add or remove tools between calls.
     pub fn tool_registry(&mut self) -> &mut ToolRegistry {
         &mut self.tools

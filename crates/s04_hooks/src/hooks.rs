@@ -1,14 +1,15 @@
-//! What this lesson plugs into the loop.
+//! What this lesson plugs into the loop: the state `LessonHooks` holds,
+//! and what it does on each of the loop's events. How that state is built
+//! is in the child module, `hooks/wiring.rs`, so that what is built and
+//! what happens on each event are read apart.
+
+mod wiring;
 
 use shared::hooks::{Hooks, PromptCheck, ToolOutput};
-use shared::notice::Notices;
 use shared::protocol::{Message, SystemBlock, ToolSpec, ToolUse};
-use shared::tools::Workspace;
 
-use crate::builtin_hooks;
-use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
+use crate::dispatch::{ToolContext, ToolRegistry};
 use crate::hook_registry::HookRegistry;
-use crate::permission::Approver;
 
 /// The lesson's hooks: a system prompt, a dispatch map of tools and a
 /// registry of hooks around them.
@@ -20,19 +21,6 @@ pub struct LessonHooks {
 }
 
 impl LessonHooks {
-    /// Hooks working in `workspace`, with the five base tools and this
-    /// lesson's hooks, reporting to `notices`, asking `approver` before
-    /// risky calls.
-    pub fn new(workspace: Workspace, notices: Notices, approver: Box<dyn Approver>) -> Self {
-        let mut registry = HookRegistry::new();
-        builtin_hooks::register(&mut registry, &workspace, &notices, approver);
-        Self {
-            tools: base_tools(),
-            context: ToolContext::new(workspace, notices),
-            registry,
-        }
-    }
-
     /// The dispatch map, to add or remove tools between calls.
     pub fn tool_registry(&mut self) -> &mut ToolRegistry {
         &mut self.tools

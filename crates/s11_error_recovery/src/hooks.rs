@@ -1,22 +1,23 @@
-//! What this lesson plugs into the loop.
+//! What this lesson plugs into the loop: the state `LessonHooks` holds,
+//! and what it does on each of the loop's events. How that state is built
+//! is in the child module, `hooks/wiring.rs`, so that what is built and
+//! what happens on each event are read apart.
 
-use shared::cli::Setup;
+mod wiring;
+
 use shared::error::ApiError;
 use shared::hooks::{Hooks, ModelCall, PromptCheck, ToolOutput};
 use shared::protocol::{Message, Response, SystemBlock, ToolSpec, ToolUse};
 
-use crate::Options;
-use crate::builtin_hooks;
 use crate::compact::Compactor;
-use crate::dispatch::{ToolContext, ToolRegistry, base_tools};
+use crate::dispatch::{ToolContext, ToolRegistry};
 use crate::hook_registry::HookRegistry;
 use crate::memory::MemorySystem;
 use crate::prompt::{
     ConversationBreakpoints, PromptAssembler, Section, log_cache_usage, mark_last_tool, sources,
 };
 use crate::recovery::Recovery;
-use crate::skills;
-use crate::subagent::{self, SharedHooks, Subagent};
+use crate::subagent::SharedHooks;
 use crate::todo::{self, TodoTracker};
 
 /// The lesson's hooks: a system prompt, a dispatch map of tools (the
@@ -42,57 +43,6 @@ pub struct LessonHooks {
 }
 
 impl LessonHooks {
-    /// Hooks working in the setup's workspace, with the five base tools,
-    /// `todo_write`, `compact`, `load_skill`, `task`, and this lesson's
-    /// hooks, reporting to the setup's notices, asking `options.approver`
-    /// before risky calls, and keeping memories. `setup.model` is expected
-    /// to be `recovery`'s model stack (see [`crate::build`]). Fails only
-    /// when a skills directory was named that does not exist.
-    pub fn new(setup: &Setup, options: Options, recovery: Recovery) -> anyhow::Result<Self> {
-        let mut registry = HookRegistry::new();
-        builtin_hooks::register(
-            &mut registry,
-            &setup.workspace,
-            &setup.notices,
-            options.approver,
-        );
-        let mut tools = base_tools();
-        let todos = TodoTracker::new();
-        todos.register(&mut tools);
-        // The summaries go through the same model as the conversation.
-        let compactor = Compactor::new(setup, options.compact);
-        compactor.register(&mut tools);
-        // ANCHOR: register_skills
-        // The skills: their catalog to the system prompt, `load_skill` to
-        // the tools.
-        let skills = skills::load(&options.skills, setup.workspace.root(), &setup.notices)?;
-        let skill_catalog = skills.catalog();
-        skills::register_tool(&mut tools, skills);
-        // ANCHOR_END: register_skills
-        // ANCHOR: register_task
-        // Subagents think with the parent's model, behind the parent's hooks,
-        // and compact their own histories by the parent's thresholds.
-        let subagent = Subagent::new(
-            setup.model.clone(),
-            setup.model_id.clone(),
-            compactor.config.clone(),
-        );
-        subagent::register(&mut tools, subagent, registry.clone());
-        // ANCHOR_END: register_task
-        Ok(Self {
-            tools,
-            context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
-            registry,
-            todos,
-            skill_catalog,
-            compactor,
-            // Memory's side queries go through the agent's own model.
-            memory: MemorySystem::new(setup),
-            prompt: PromptAssembler::new(setup.notices.clone()),
-            recovery,
-        })
-    }
-
     /// The dispatch map, to add or remove tools between calls.
     pub fn tool_registry(&mut self) -> &mut ToolRegistry {
         &mut self.tools

@@ -96,9 +96,18 @@ pub struct StatusView {
 }
 // ANCHOR_END: status_view
 
-/// `/status`.
+/// `/status`: what the agent runs under, then what it has going now.
 pub fn render(view: &StatusView) -> String {
     let mut out = String::new();
+    configuration(view, &mut out);
+    thresholds(view, &mut out);
+    activity(view, &mut out);
+    out.trim_end().to_string()
+}
+
+/// What the agent runs under: the model, and what the settings file
+/// configured (rules, command hooks, MCP servers).
+fn configuration(view: &StatusView, out: &mut String) {
     let mut line = |text: String| {
         out.push_str(&text);
         out.push('\n');
@@ -161,6 +170,14 @@ pub fn render(view: &StatusView) -> String {
     for status in view.mcp.lines() {
         line(format!("  {status}"));
     }
+}
+
+/// The skills found, and the thresholds of compaction and recovery.
+fn thresholds(view: &StatusView, out: &mut String) {
+    let mut line = |text: String| {
+        out.push_str(&text);
+        out.push('\n');
+    };
     line(format!(
         "skills:      {}",
         view.skills.as_ref().map_or_else(
@@ -188,6 +205,14 @@ pub fn render(view: &StatusView) -> String {
         r.overloads_before_fallback,
         r.max_continuations
     ));
+}
+
+/// What the agent has going now, from its teammates to its worktrees.
+fn activity(view: &StatusView, out: &mut String) {
+    let mut line = |text: String| {
+        out.push_str(&text);
+        out.push('\n');
+    };
     let a = &view.autonomy;
     line(format!(
         "teammates:   {} (idle scans every {} ms up to {} ms, leases {} s)",
@@ -256,7 +281,6 @@ pub fn render(view: &StatusView) -> String {
             Err(why) => format!("unavailable ({why})"),
         }
     ));
-    out.trim_end().to_string()
 }
 
 fn show(path: &Path) -> String {

@@ -358,31 +358,7 @@ fn read_mail(shared: &Shared, name: &str, plan_gate: &SharedGate) -> Mail {
                 ));
             }
             MessageKind::PlanApprovalResponse => {
-                let request_id = message.request_id.clone().unwrap_or_default();
-                // The lead's decision is the shared protocol state, not the
-                // message's own `approve`: a forged or duplicate message
-                // cannot open the gate.
-                let settled = shared.protocols.get(&request_id).map(|request| Transition {
-                    before: RequestStatus::Pending,
-                    request,
-                });
-                let applied = settled
-                    .as_ref()
-                    .is_some_and(|transition| gate(plan_gate).apply(transition));
-                texts.push(match settled {
-                    Some(transition) if applied => format!(
-                        "[Plan {} {} by {}] {}",
-                        transition.request.request_id,
-                        transition.request.status,
-                        message.from,
-                        message.content
-                    ),
-                    _ => format!(
-                        "[Ignored a plan response from {} for {request_id}: it answers no \
-                         plan of yours that is waiting]",
-                        message.from
-                    ),
-                });
+                texts.push(plan_decision(shared, plan_gate, message));
             }
             _ => texts.push(format!(
                 "[{} from {}] {}",
@@ -402,6 +378,32 @@ fn read_mail(shared: &Shared, name: &str, plan_gate: &SharedGate) -> Mail {
         Mail::Nothing
     } else {
         Mail::Work(texts.join("\n\n"))
+    }
+}
+
+/// Applies the lead's decision on the plan `message` answers to the gate,
+/// and says what the teammate is told of it.
+fn plan_decision(shared: &Shared, plan_gate: &SharedGate, message: &Message) -> String {
+    let request_id = message.request_id.clone().unwrap_or_default();
+    // The lead's decision is the shared protocol state, not the message's
+    // own `approve`: a forged or duplicate message cannot open the gate.
+    let settled = shared.protocols.get(&request_id).map(|request| Transition {
+        before: RequestStatus::Pending,
+        request,
+    });
+    let applied = settled
+        .as_ref()
+        .is_some_and(|transition| gate(plan_gate).apply(transition));
+    match settled {
+        Some(transition) if applied => format!(
+            "[Plan {} {} by {}] {}",
+            transition.request.request_id, transition.request.status, message.from, message.content
+        ),
+        _ => format!(
+            "[Ignored a plan response from {} for {request_id}: it answers no plan of \
+             yours that is waiting]",
+            message.from
+        ),
     }
 }
 

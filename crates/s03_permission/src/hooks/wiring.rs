@@ -1,0 +1,24 @@
+//! How this lesson's hooks are built: everything `LessonHooks` holds is
+//! made here, once, before the first turn. What the hooks do with it on
+//! each of the loop's events is in the parent module, `hooks.rs`.
+
+use shared::notice::Notices;
+use shared::tools::Workspace;
+
+use crate::dispatch::{ToolContext, base_tools};
+use crate::permission::{Approver, PermissionGate};
+
+use super::LessonHooks;
+
+impl LessonHooks {
+    /// Hooks working in `workspace`, with the five base tools, reporting to
+    /// `notices`, asking `approver` before risky calls.
+    pub fn new(workspace: Workspace, notices: Notices, approver: Box<dyn Approver>) -> Self {
+        let permission = PermissionGate::new(workspace.clone(), approver);
+        Self {
+            tools: base_tools(),
+            context: ToolContext::new(workspace, notices),
+            permission,
+        }
+    }
+}
