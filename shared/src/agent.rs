@@ -13,7 +13,7 @@
 //! the observer (see [`crate::notice`]), the moment they are emitted.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -25,6 +25,7 @@ use crate::model::Model;
 use crate::notice::{Notice, Notices};
 use crate::progress::Progress;
 use crate::protocol::{ContentBlock, Delta, Message, Role, StopReason, ToolResult, ToolUse, Usage};
+use crate::sync::LockExt;
 
 // ANCHOR: limits
 /// Bounds on one turn.
@@ -386,10 +387,7 @@ impl<'o> Relay<'o> {
     }
 
     fn event(&self, event: Event<'_>) {
-        self.observer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .event(event);
+        self.observer.locked().event(event);
     }
 
     /// Passes every queued notice and progress report on.

@@ -26,10 +26,11 @@ pub mod notification;
 pub mod tool;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use shared::notice::Notices;
+use shared::sync::LockExt;
 use shared::tools::Workspace;
 use shared::tools::bash::{self, BashOptions};
 use tokio::sync::Notify;
@@ -236,7 +237,7 @@ fn finish(tasks: &Weak<Inner>, finished: Finished) {
 
 impl Inner {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.locked()
     }
 }
 
@@ -244,7 +245,7 @@ impl Drop for Inner {
     /// The last handle is gone: stop whatever still runs, so no command
     /// outlives the agent that started it.
     fn drop(&mut self) {
-        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let state = self.state.inner_mut();
         for running in state.running.values() {
             if let Some(handle) = &running.handle {
                 handle.abort();

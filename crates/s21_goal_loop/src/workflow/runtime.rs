@@ -20,11 +20,12 @@
 //! journal already.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use serde_json::{Value, json};
 use shared::CancellationToken;
 use shared::notice::Notices;
+use shared::sync::LockExt;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
@@ -534,7 +535,7 @@ fn snapshot_of(
 
 impl Inner {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.locked()
     }
 }
 
@@ -542,7 +543,7 @@ impl Drop for Inner {
     /// The last handle is gone: stop whatever still runs, so no run
     /// outlives the agent that started it.
     fn drop(&mut self) {
-        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let state = self.state.inner_mut();
         for running in state.running.values() {
             running.cancel.cancel();
             if let Some(handle) = &running.handle {
