@@ -120,12 +120,13 @@ pub struct TurnOutcome {
 
 // ANCHOR: agent
 /// A model, its id, a lesson's hooks and the limits: everything that runs a
-/// turn, plus the queue the hooks emit their notices into.
+/// turn, plus the queue the hooks emit their notices into. The model is
+/// fixed when the agent is made; the id may change ([`Agent::set_model_id`]).
 pub struct Agent<H> {
     /// The model every round of the turn asks.
-    pub model: Arc<dyn Model>,
+    model: Arc<dyn Model>,
     /// The model id sent with each request.
-    pub model_id: String,
+    model_id: String,
     /// The lesson's mechanisms, called at the hook points.
     pub hooks: H,
     /// `max_tokens` and the round limits of a turn.
@@ -152,6 +153,17 @@ impl<H: Hooks> Agent<H> {
     pub fn with_notices(mut self, notices: Notices) -> Self {
         self.notices = notices;
         self
+    }
+
+    /// The model id sent with each request.
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    /// Sends `model_id` with the requests from now on (lesson 20's workflow
+    /// agents may each name a model of their own).
+    pub fn set_model_id(&mut self, model_id: impl Into<String>) {
+        self.model_id = model_id.into();
     }
 
     // ANCHOR: run_turn
