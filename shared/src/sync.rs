@@ -2,16 +2,19 @@
 //! poisoned [`Mutex`] means.
 //!
 //! A thread that panics while it holds a `std` mutex poisons it, and from
-//! then on `lock()` returns an error instead of the data. Every lock in the
-//! harness (queues of notices and finished work, maps of running tasks,
-//! counters, a clock, the observer the loop reports to) guards data that a
-//! critical section changes in one step — a push, an insert, a `take`, an
-//! assignment. A holder that panics therefore leaves the data whole, and
-//! the panic is already reported where it happened (a task's `JoinError`, a
-//! failed test). Refusing the data would turn that one panic into a second
-//! one in every later caller, down to the `Drop` that stops background
-//! work; so every lock in the course goes through [`LockExt`] and takes the
-//! data as it is.
+//! then on `lock()` returns an error instead of the data. The locks in the
+//! harness guard queues of notices and finished work, maps of running
+//! tasks, counters, a clock, an approver and the observer the loop reports
+//! to. Their critical sections are short: a change of that data (a push,
+//! an insert, a `take`, an assignment, a few of them in a row), one call
+//! that reads it, or one append to a file that is read back defensively
+//! (the workflow journal). So a panic under one of these locks is a bug,
+//! reported where it happened (a task's `JoinError`, a failed test), and
+//! what it leaves behind is at worst one short change unfinished. Refusing
+//! the data from then on would turn that one panic into another in every
+//! later caller, down to the `Drop` that stops background work; so every
+//! lock in the course goes through [`LockExt`], which takes the data as it
+//! is.
 //!
 //! ```
 //! use std::sync::Mutex;
