@@ -13,7 +13,7 @@
 //! the observer (see [`crate::notice`]), the moment they are emitted.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -25,6 +25,7 @@ use crate::model::Model;
 use crate::notice::{Notice, Notices};
 use crate::progress::Progress;
 use crate::protocol::{ContentBlock, Delta, Message, Role, StopReason, ToolResult, ToolUse, Usage};
+use crate::sync::LockExt;
 
 // ANCHOR: limits
 /// Bounds on one turn.
@@ -119,12 +120,13 @@ pub struct TurnOutcome {
 
 // ANCHOR: agent
 /// A model, its id, a lesson's hooks and the limits: everything that runs a
-/// turn, plus the queue the hooks emit their notices into.
+/// turn, plus the queue the hooks emit their notices into. The model is
+/// fixed when the agent is made; the id may change ([`Agent::set_model_id`]).
 pub struct Agent<H> {
     /// The model every round of the turn asks.
-    pub model: Arc<dyn Model>,
+    model: Arc<dyn Model>,
     /// The model id sent with each request.
-    pub model_id: String,
+    model_id: String,
     /// The lesson's mechanisms, called at the hook points.
     pub hooks: H,
     /// `max_tokens` and the round limits of a turn.
@@ -151,6 +153,17 @@ impl<H: Hooks> Agent<H> {
     pub fn with_notices(mut self, notices: Notices) -> Self {
         self.notices = notices;
         self
+    }
+
+    /// The model id sent with each request.
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    /// Sends `model_id` with the requests from now on (lesson 20's workflow
+    /// agents may each name a model of their own).
+    pub fn set_model_id(&mut self, model_id: impl Into<String>) {
+        self.model_id = model_id.into();
     }
 
     // ANCHOR: run_turn
@@ -386,10 +399,7 @@ impl<'o> Relay<'o> {
     }
 
     fn event(&self, event: Event<'_>) {
-        self.observer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .event(event);
+        self.observer.locked().event(event);
     }
 
     /// Passes every queued notice and progress report on.

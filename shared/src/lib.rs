@@ -14,6 +14,7 @@
 //! * [`notice`]: one-line reports from the mechanisms to the observer.
 //! * [`progress`]: live state reports from work running beside the loop.
 //! * [`settings`]: environment overrides, parsed in one place.
+//! * [`sync`]: the one rule for a lock a panicking holder poisoned.
 //! * [`text`]: truncation that never splits a character.
 //! * [`cli`]: the terminal front end (arguments, `.env`, REPL, streaming).
 //! * `testing` (feature `testing`, for tests only): a fake HTTP server and a
@@ -38,6 +39,7 @@ pub mod notice;
 pub mod progress;
 pub mod protocol;
 pub mod settings;
+pub mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod text;

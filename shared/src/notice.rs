@@ -24,11 +24,12 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
 use crate::progress::Progress;
+use crate::sync::LockExt;
 
 /// How many undelivered notices are kept; older ones are dropped first. A
 /// harness that is never run by a loop must not grow without bound.
@@ -131,17 +132,11 @@ impl Notices {
     }
 
     fn pending_progress(&self) -> std::sync::MutexGuard<'_, Vec<Progress>> {
-        self.inner
-            .progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.inner.progress.locked()
     }
 
     fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Notice>> {
-        self.inner
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.inner.queue.locked()
     }
 }
 

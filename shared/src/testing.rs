@@ -22,6 +22,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::sync::LockExt;
+
 /// One piece of a scripted response body.
 #[derive(Debug, Clone)]
 pub enum Chunk {
@@ -172,10 +174,7 @@ impl FakeServer {
 
     /// The requests received so far.
     pub fn received(&self) -> Vec<ReceivedRequest> {
-        match self.received.lock() {
-            Ok(received) => received.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.received.locked().clone()
     }
 }
 
@@ -195,10 +194,7 @@ async fn serve(
         Answer::Fixed(response) => response,
         Answer::Made(responder) => responder(&request),
     };
-    match log.lock() {
-        Ok(mut log) => log.push(request),
-        Err(poisoned) => poisoned.into_inner().push(request),
-    }
+    log.locked().push(request);
     let mut head = format!("HTTP/1.1 {} Fake\r\nconnection: close\r\n", response.status);
     for (name, value) in &response.headers {
         head.push_str(&format!("{name}: {value}\r\n"));

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use shared::cli::{TerminalAnswer, ask_yes_no, describe_input, show_answered};
 use shared::protocol::ToolUse;
+use shared::sync::LockExt;
 use shared::tools::Workspace;
 
 // ANCHOR: lists
@@ -261,9 +262,7 @@ impl ScriptedApprover {
     }
 
     fn lock(&self) -> MutexGuard<'_, Scripted> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.locked()
     }
 }
 

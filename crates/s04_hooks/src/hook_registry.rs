@@ -28,10 +28,11 @@
 //! may be added. A hook is therefore `Fn` and `Sync`: it may run on two
 //! calls at once, and a hook with state guards that state itself.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use shared::hooks::{PromptCheck, ToolOutput};
 use shared::protocol::{Message, ToolUse};
+use shared::sync::LockExt;
 
 // ANCHOR: types
 /// `UserPromptSubmit`: `Some(Replace(text))` sends `text` instead,
@@ -150,7 +151,7 @@ impl HookRegistry {
     /// Locks the lists, for as long as it takes to change or copy one. No
     /// hook runs under this lock, so a panic cannot leave it half-changed.
     fn lock(&self) -> MutexGuard<'_, Hooks> {
-        self.hooks.lock().unwrap_or_else(PoisonError::into_inner)
+        self.hooks.locked()
     }
 }
 // ANCHOR_END: registry

@@ -18,10 +18,11 @@
 //! not a wall.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use shared::cli::{TerminalAnswer, ask_yes_no, describe_input, show_answered};
 use shared::protocol::ToolUse;
+use shared::sync::LockExt;
 use shared::tools::Workspace;
 
 // ANCHOR: lists
@@ -123,11 +124,7 @@ impl PermissionGate {
             reason: reason.to_string(),
             call: call.clone(),
         };
-        let answer = self
-            .approver
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .approve(&request);
+        let answer = self.approver.locked().approve(&request);
         match answer {
             Answer::Yes => Decision::Allow,
             Answer::No => Decision::Deny(format!(
@@ -268,9 +265,7 @@ impl ScriptedApprover {
     }
 
     fn lock(&self) -> MutexGuard<'_, Scripted> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.locked()
     }
 }
 

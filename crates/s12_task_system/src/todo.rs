@@ -9,12 +9,13 @@
 //! has gone stale, appends a reminder).
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
 use shared::history::push_user;
 use shared::hooks::ToolOutput;
 use shared::protocol::{ContentBlock, Message, Role, ToolSpec};
+use shared::sync::LockExt;
 
 use crate::dispatch::{ToolContext, ToolRegistry};
 
@@ -387,7 +388,7 @@ impl TodoTracker {
     fn board(&self) -> MutexGuard<'_, Board> {
         // No code panics while holding the lock, so a poisoned lock still
         // holds a consistent list.
-        self.board.lock().unwrap_or_else(PoisonError::into_inner)
+        self.board.locked()
     }
 }
 // ANCHOR_END: tracker

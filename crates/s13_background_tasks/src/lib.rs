@@ -24,6 +24,7 @@ pub mod background;
 pub mod builtin_hooks;
 pub mod compact;
 pub mod dispatch;
+pub mod finished;
 pub mod hook_registry;
 pub mod hooks;
 pub mod memory;

@@ -22,6 +22,7 @@ pub mod builtin_hooks;
 pub mod compact;
 pub mod cron;
 pub mod dispatch;
+pub mod finished;
 pub mod hook_registry;
 pub mod hooks;
 pub mod memory;

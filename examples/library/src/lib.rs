@@ -18,33 +18,28 @@
 //! The lesson is the dependency called `lesson` in `Cargo.toml` (the
 //! newest lesson of the course). This library holds the one thing all
 //! three share, [`setup`]: the model and workspace a lesson's binary
-//! would pick.
+//! would pick, chosen by the same code.
 
-use anyhow::Context;
-use shared::cli::{CommonArgs, Setup};
-use shared::model::config::select_model;
+use shared::cli::{CommonArgs, Lesson, Setup};
 use shared::model::scripted::demo_model;
-use shared::tools::Workspace;
 
-/// The model and the workspace, chosen as a lesson's binary chooses them
-/// from the same flags (`--demo`, `--provider`, `--model`, `--workdir`):
-/// the model configured in `env` (`ANTHROPIC_API_KEY`, `OPENAI_BASE_URL`,
-/// `MODEL_ID`), else the scripted model playing `script`, a script in the
-/// format of a lesson's `demo.json`. The workspace is `--workdir`, else the
-/// current directory. `env` is the environment, passed in by `main`, which
-/// is the only place that reads it.
+/// The model and the workspace, chosen by [`Setup::from_args`] exactly as
+/// a lesson's binary chooses them from the same flags (`--demo`,
+/// `--provider`, `--model`, `--workdir`) and the same environment and
+/// `.env`: the model configured there, else the scripted model playing
+/// `script` (a script in the format of a lesson's `demo.json`); the
+/// workspace `--workdir`, else a scratch directory for the scripted model,
+/// else the current directory. `program` names the scratch directory.
 pub fn setup(
+    program: &'static str,
     args: &CommonArgs,
-    script: &str,
-    env: &dyn Fn(&str) -> Option<String>,
+    script: &'static str,
 ) -> anyhow::Result<Setup> {
-    let selected =
-        select_model(&args.model_choice(), env, script, demo_model).map_err(anyhow::Error::msg)?;
-    let root = match &args.workdir {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
+    let program = Lesson {
+        id: program,
+        title: program,
+        demo_script: script,
+        demo_model,
     };
-    let workspace = Workspace::new(&root)
-        .with_context(|| format!("cannot open the workspace {}", root.display()))?;
-    Ok(Setup::new(workspace, selected.model, selected.model_id))
+    Setup::from_args(program, args)
 }

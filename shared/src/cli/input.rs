@@ -22,11 +22,13 @@
 
 use std::io::{BufRead, IsTerminal};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError, mpsc};
+use std::sync::{Mutex, mpsc};
 
 use rustyline::error::ReadlineError;
 use rustyline::{DefaultEditor, ExternalPrinter};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use crate::sync::LockExt;
 
 /// What one read gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +56,7 @@ pub(crate) fn ask_pending_reader() -> Option<Read> {
         return None;
     }
     let (sender, answer) = mpsc::channel();
-    *QUESTION.lock().unwrap_or_else(PoisonError::into_inner) = Some(sender);
+    *QUESTION.locked() = Some(sender);
     // If the read ended between the check and now, the reader thread sent
     // that line to the REPL; the REPL then asks for another at once (see
     // `repl`), and that one comes here.
@@ -199,10 +201,7 @@ fn read_on_request(
     while asked.recv().is_ok() {
         let read = loop {
             let read = input.read(prompt);
-            let question = QUESTION
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
+            let question = QUESTION.locked().take();
             match question {
                 Some(question) => {
                     let _ = question.send(read);

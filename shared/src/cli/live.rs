@@ -21,12 +21,13 @@
 //! [`suspended`] runs a question with it erased.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::progress::Progress;
+use crate::sync::LockExt;
 
 /// How often the spinner and the clock move between reports.
 const TICK: Duration = Duration::from_millis(200);
@@ -37,10 +38,7 @@ static TERMINAL_AREA: Mutex<Option<MultiProgress>> = Mutex::new(None);
 /// Runs `f` with the terminal's live area erased, and draws it again after.
 /// Without a live area, just runs `f`.
 pub(crate) fn suspended<R>(f: impl FnOnce() -> R) -> R {
-    let area = TERMINAL_AREA
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone();
+    let area = TERMINAL_AREA.locked().clone();
     match area {
         Some(area) => area.suspend(f),
         None => f(),
@@ -68,7 +66,7 @@ impl LiveArea {
     /// The area on standard error, registered for [`suspended`].
     pub(crate) fn terminal() -> Self {
         let area = Self::new(ProgressDrawTarget::stderr(), Some(TICK));
-        *TERMINAL_AREA.lock().unwrap_or_else(PoisonError::into_inner) = Some(area.multi.clone());
+        *TERMINAL_AREA.locked() = Some(area.multi.clone());
         area
     }
 

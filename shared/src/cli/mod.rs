@@ -89,6 +89,46 @@ impl Setup {
             notices: Notices::new(),
         }
     }
+
+    /// The setup a lesson's binary makes from its flags, and the one place
+    /// flags, `.env` and the environment are read for it: `.env` is loaded
+    /// ([`load_dotenv`], once per process), the model is the one the flags
+    /// and the environment choose (else `lesson`'s demo model, with a
+    /// notice saying so), and the workspace is `--workdir`, else — for the
+    /// demo model, which writes files — a new scratch directory, else the
+    /// current directory. What it chose is said on standard error. A
+    /// program of its own that builds a lesson's agent (`examples/library`)
+    /// calls this instead of choosing again.
+    pub fn from_args(lesson: Lesson, args: &CommonArgs) -> anyhow::Result<Self> {
+        load_dotenv();
+        let selected = select_model(
+            &args.model_choice(),
+            &from_env,
+            lesson.demo_script,
+            lesson.demo_model,
+        )?;
+        if let Some(notice) = &selected.notice {
+            eprintln!("{notice}");
+        }
+        let root = match &args.workdir {
+            Some(dir) => dir.clone(),
+            // The demo writes files; with no directory named, it must not
+            // write them into whatever directory the user happens to be in
+            // (often this repository's checkout).
+            None if selected.model.provider() == "demo" => {
+                let dir = scratch_dir(lesson)?;
+                eprintln!(
+                    "[demo model] Working in a new scratch directory, {} (choose one with --workdir).",
+                    dir.display()
+                );
+                dir
+            }
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        let workspace = Workspace::new(&root)
+            .with_context(|| format!("cannot open the workspace {}", root.display()))?;
+        Ok(Self::new(workspace, selected.model, selected.model_id))
+    }
 }
 
 /// Parses [`LessonArgs`] and runs the lesson. For lessons without flags of
@@ -126,33 +166,7 @@ where
     H: Hooks,
     F: FnOnce(Setup) -> anyhow::Result<Agent<H>>,
 {
-    let selected = select_model(
-        &args.model_choice(),
-        &from_env,
-        lesson.demo_script,
-        lesson.demo_model,
-    )?;
-    if let Some(notice) = &selected.notice {
-        eprintln!("{notice}");
-    }
-    let root = match &args.workdir {
-        Some(dir) => dir.clone(),
-        // The demo writes files; with no directory named, it must not write
-        // them into whatever directory the user happens to be in (often
-        // this repository's checkout).
-        None if selected.model.provider() == "demo" => {
-            let dir = scratch_dir(lesson)?;
-            eprintln!(
-                "[demo model] Working in a new scratch directory, {} (choose one with --workdir).",
-                dir.display()
-            );
-            dir
-        }
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let workspace = Workspace::new(&root)
-        .with_context(|| format!("cannot open the workspace {}", root.display()))?;
-    let mut agent = build(Setup::new(workspace, selected.model, selected.model_id))?;
+    let mut agent = build(Setup::from_args(lesson, args)?)?;
 
     let mut history = Vec::new();
     let mut printer = TerminalPrinter::new();

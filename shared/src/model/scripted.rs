@@ -18,7 +18,7 @@
 //!   does not shift the script of any lesson before it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -26,6 +26,7 @@ use serde_json::Value;
 use super::{BoxFuture, DeltaSink, Model};
 use crate::error::ApiError;
 use crate::protocol::{ContentBlock, Delta, Request, Response, StopReason, ToolUse, Usage};
+use crate::sync::LockExt;
 
 /// One scripted reply.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -309,7 +310,9 @@ impl ScriptedModel {
 
     /// Adds rules for turns started by events; see [`Script::reactions`].
     pub fn with_reactions(self, rules: impl IntoIterator<Item = SideRule>) -> Self {
-        lock(&self.reactions).extend(rules.into_iter().map(|rule| (rule, 0)));
+        self.reactions
+            .locked()
+            .extend(rules.into_iter().map(|rule| (rule, 0)));
         self
     }
 
@@ -322,7 +325,8 @@ impl ScriptedModel {
             ContentBlock::ToolResult(result) => result.text(),
             _ => return None,
         };
-        lock(&self.reactions)
+        self.reactions
+            .locked()
             .iter_mut()
             .find(|(rule, used)| {
                 rule.times.is_none_or(|times| *used < times) && text.contains(&rule.when)
@@ -340,7 +344,8 @@ impl ScriptedModel {
 
     /// Adds rules for side queries, after the ones already there.
     pub fn with_side_rules(self, rules: impl IntoIterator<Item = SideRule>) -> Self {
-        lock(&self.side)
+        self.side
+            .locked()
             .rules
             .extend(rules.into_iter().map(|rule| (rule, 0)));
         self
@@ -349,12 +354,12 @@ impl ScriptedModel {
     /// Every turn's request (one that offered tools) received so far,
     /// serialised exactly as a real client would send it.
     pub fn requests(&self) -> Vec<Value> {
-        lock(&self.requests).clone()
+        self.requests.locked().clone()
     }
 
     /// Every side query (a request offered no tools) received so far.
     pub fn side_requests(&self) -> Vec<Value> {
-        lock(&self.side).requests.clone()
+        self.side.locked().requests.clone()
     }
 
     /// How many replies have not been played yet.
@@ -366,7 +371,7 @@ impl ScriptedModel {
 
     fn record(&self, request: &Request<'_>) {
         let value = serde_json::to_value(request).unwrap_or(Value::Null);
-        lock(&self.requests).push(value);
+        self.requests.locked().push(value);
     }
 
     /// Answers a side query by the first rule that matches and is not used
@@ -379,7 +384,7 @@ impl ScriptedModel {
         let value = serde_json::to_value(request).unwrap_or(Value::Null);
         let text = value.to_string();
         let reply = {
-            let mut side = lock(&self.side);
+            let mut side = self.side.locked();
             side.requests.push(value);
             side.rules
                 .iter_mut()
@@ -495,10 +500,6 @@ impl Model for ScriptedModel {
             self.play(index, on_delta)
         })
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -29,6 +29,7 @@ use crate::hooks::Hooks;
 use crate::model::anthropic::{AnthropicClient, AnthropicConfig};
 use crate::model::config::Secret;
 use crate::protocol::Usage;
+use crate::sync::LockExt;
 use crate::tools::Workspace;
 
 /// The session's shape.
@@ -213,8 +214,7 @@ async fn start_model(session: &ReadingSession) -> std::io::Result<FakeServer> {
         let index = count.fetch_add(1, Ordering::SeqCst);
         let body = request.json();
         let billed = sim
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .locked()
             .request(&body, at(&session, index));
         let figures = match billed {
             Ok(figures) => figures,

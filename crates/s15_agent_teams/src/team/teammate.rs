@@ -18,7 +18,7 @@
 //! for a plan, behind a [`PlanGate`] that lets only read-only tools run
 //! until the lead approves.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
 use shared::CancellationToken;
@@ -29,6 +29,7 @@ use shared::hooks::{Hooks, ModelCall, ToolOutput};
 use shared::model::Model;
 use shared::notice::Notices;
 use shared::protocol::{Message as Turn, Response, SystemBlock, ToolSpec, ToolUse};
+use shared::sync::LockExt;
 use shared::text::truncate_chars;
 
 use super::gate::SUBMIT_PLAN_TOOL;
@@ -80,7 +81,7 @@ pub struct Shared {
 pub type SharedGate = Arc<Mutex<PlanGate>>;
 
 fn gate(gate: &SharedGate) -> MutexGuard<'_, PlanGate> {
-    gate.lock().unwrap_or_else(PoisonError::into_inner)
+    gate.locked()
 }
 
 // ANCHOR: run

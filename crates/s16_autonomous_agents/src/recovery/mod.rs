@@ -41,13 +41,14 @@ pub mod policy;
 pub mod truncation;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use shared::error::ApiError;
 use shared::hooks::ModelCall;
 use shared::model::Model;
 use shared::notice::Notices;
 use shared::protocol::{Response, StopReason};
+use shared::sync::LockExt;
 
 use crate::compact::{Compactor, ReactiveOutcome};
 pub use backoff::{Delay, DelaySource};
@@ -163,7 +164,7 @@ impl Recovery {
     }
 
     fn state(&self) -> MutexGuard<'_, RecoveryState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.locked()
     }
 
     fn record(&self, event: RecoveryEvent) {

@@ -28,9 +28,10 @@ use std::mem;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use shared::sync::LockExt;
 use tokio::sync::Notify;
 
 use super::error::BusError;
@@ -206,11 +207,7 @@ impl MessageBus {
         let all = mem::take(&mut taken.messages);
         let ids = all.iter().map(|message| message.id.clone()).collect();
         let messages = {
-            let seen = self
-                .inner
-                .seen
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let seen = self.inner.seen.locked();
             // A sender that retried an append whose fate it did not know
             // may have written the same message twice in one take.
             let mut this_take = HashSet::new();
@@ -236,11 +233,7 @@ impl MessageBus {
     /// they have it (putting it into the conversation). Consumers that
     /// could die mid-handling use [`MessageBus::take`].
     pub fn drain(&self, name: &str) -> Result<Drained, BusError> {
-        let _one_at_a_time = self
-            .inner
-            .draining
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let _one_at_a_time = self.inner.draining.locked();
         let mut delivery = self.take(name)?;
         let messages = mem::take(&mut delivery.messages);
         let skipped = mem::take(&mut delivery.skipped);
@@ -259,11 +252,7 @@ impl MessageBus {
     /// of them is dropped. A restarted consumer calls this with what its
     /// own records say it handled.
     pub fn mark_seen<'a>(&self, name: &str, ids: impl IntoIterator<Item = &'a str>) {
-        let mut seen = self
-            .inner
-            .seen
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut seen = self.inner.seen.locked();
         for id in ids {
             seen.insert(name, id);
         }
@@ -315,11 +304,7 @@ impl MessageBus {
     }
 
     fn waker(&self, name: &str) -> Arc<Notify> {
-        let mut wakers = self
-            .inner
-            .wakers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut wakers = self.inner.wakers.locked();
         Arc::clone(wakers.entry(name.to_string()).or_default())
     }
 }

@@ -6,8 +6,10 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use shared::sync::LockExt;
 
 /// Where a teammate is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,7 +117,7 @@ impl Roster {
     }
 
     fn members(&self) -> MutexGuard<'_, BTreeMap<String, Member>> {
-        self.members.lock().unwrap_or_else(PoisonError::into_inner)
+        self.members.locked()
     }
 }
 

@@ -58,6 +58,7 @@ use serde_json::Value;
 use shared::hooks::ToolOutput;
 use shared::notice::Notices;
 use shared::protocol::ToolSpec;
+use shared::sync::LockExt;
 use shared::text::plural;
 
 use client::Client;
@@ -768,9 +769,7 @@ impl Inner {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.locked()
     }
 
     /// After `list_changed`: the tools of connection `connection` of

@@ -4,8 +4,9 @@
 //! see [`heuristic`]) is not awaited. It becomes a tokio task with an id
 //! (`bg_0001`, `bg_0002`, …), its own timeout and the `bash` tool's capped
 //! capture, and the call is answered at once with that id. When the
-//! command ends, its [`Finished`] record joins a queue, and the agent
-//! takes it from there in one of two places (see [`crate::hooks`]):
+//! command ends, its [`Finished`] record joins a [`FinishedQueue`], and
+//! the agent takes it from there in one of two places (see
+//! [`crate::hooks`]):
 //!
 //! * during a turn, after the `tool_result` blocks of the next round
 //!   ([`BackgroundTasks::take_finished`], from `after_tool_results`);
@@ -25,15 +26,17 @@ pub mod heuristic;
 pub mod notification;
 pub mod tool;
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use shared::notice::Notices;
+use shared::sync::LockExt;
 use shared::tools::Workspace;
 use shared::tools::bash::{self, BashOptions};
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+
+use crate::finished::FinishedQueue;
 
 pub use notification::Finished;
 
@@ -54,19 +57,19 @@ pub struct BackgroundTasks {
 
 struct Inner {
     state: Mutex<State>,
-    /// Woken when a record joins the queue.
-    finished_ready: Notify,
+    /// Records of ended commands. A command moves from `running` into this
+    /// queue while the state lock is held, so under that lock it is always
+    /// in exactly one of the two places (or delivered).
+    finished: FinishedQueue<Finished>,
     notices: Notices,
 }
 
-/// Running and finished work, under one lock, so a command is always in
-/// exactly one of the two places (or delivered).
+/// The work still running, and the ids handed out.
 #[derive(Default)]
 struct State {
     /// The number of the last id handed out.
     last_id: u32,
     running: BTreeMap<String, Running>,
-    finished: VecDeque<Finished>,
 }
 
 /// A command still running.
@@ -89,7 +92,7 @@ impl BackgroundTasks {
         Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(State::default()),
-                finished_ready: Notify::new(),
+                finished: FinishedQueue::new(),
                 notices,
             }),
         }
@@ -144,29 +147,16 @@ impl BackgroundTasks {
     }
     // ANCHOR_END: start
 
-    // ANCHOR: take
     /// Takes every finished record, oldest first. Each is handed out once.
     pub fn take_finished(&self) -> Vec<Finished> {
-        self.inner.state().finished.drain(..).collect()
+        self.inner.finished.take()
     }
 
     /// Waits until at least one record is finished, then takes them all.
     /// Cancel-safe: records are taken only in the poll that returns them.
     pub async fn next_finished(&self) -> Vec<Finished> {
-        loop {
-            // Register for the wake-up before looking, so a record queued
-            // between the look and the wait still wakes us.
-            let ready = self.inner.finished_ready.notified();
-            tokio::pin!(ready);
-            ready.as_mut().enable();
-            let finished = self.take_finished();
-            if !finished.is_empty() {
-                return finished;
-            }
-            ready.await;
-        }
+        self.inner.finished.next().await
     }
-    // ANCHOR_END: take
 
     /// The ids and commands still running.
     pub fn running(&self) -> Vec<(String, String)> {
@@ -229,14 +219,14 @@ fn finish(tasks: &Weak<Inner>, finished: Finished) {
                 finished.command
             ),
         );
-        state.finished.push_back(finished);
+        // Pushed under the state lock: see `Inner::finished`.
+        inner.finished.push(finished);
     }
-    inner.finished_ready.notify_one();
 }
 
 impl Inner {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.locked()
     }
 }
 
@@ -244,7 +234,7 @@ impl Drop for Inner {
     /// The last handle is gone: stop whatever still runs, so no command
     /// outlives the agent that started it.
     fn drop(&mut self) {
-        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let state = self.state.inner_mut();
         for running in state.running.values() {
             if let Some(handle) = &running.handle {
                 handle.abort();

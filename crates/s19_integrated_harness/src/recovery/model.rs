@@ -14,11 +14,12 @@
 //! request, not a history it may change. That part stays in the lesson's
 //! `call_model` hook ([`super::Recovery::send`]).
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use shared::error::ApiError;
 use shared::model::{BoxFuture, DeltaSink, Model};
 use shared::protocol::{Delta, Request, Response};
+use shared::sync::LockExt;
 
 use super::backoff;
 use super::events::RecoveryEvent;
@@ -39,7 +40,7 @@ impl RecoveringModel {
     }
 
     fn state(&self) -> MutexGuard<'_, RecoveryState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.locked()
     }
 }
 

@@ -23,10 +23,11 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use jiff::ZonedDateTime;
 use shared::notice::Notices;
+use shared::sync::LockExt;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
@@ -408,30 +409,25 @@ fn keep_backup(store_path: &Path, notices: &Notices) {
 
 impl Inner {
     fn schedule(&self) -> MutexGuard<'_, Schedule> {
-        self.schedule.lock().unwrap_or_else(PoisonError::into_inner)
+        self.schedule.locked()
     }
 
     fn queue(&self) -> MutexGuard<'_, VecDeque<CronJob>> {
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+        self.queue.locked()
     }
 
     fn reported(&self) -> MutexGuard<'_, Vec<String>> {
-        self.reported.lock().unwrap_or_else(PoisonError::into_inner)
+        self.reported.locked()
     }
 
     fn ticker(&self) -> MutexGuard<'_, Option<JoinHandle<()>>> {
-        self.ticker.lock().unwrap_or_else(PoisonError::into_inner)
+        self.ticker.locked()
     }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(ticker) = self
-            .ticker
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
+        if let Some(ticker) = self.ticker.inner_mut().take() {
             ticker.abort();
         }
     }

@@ -13,10 +13,11 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use shared::fs::write_atomic;
 use shared::notice::Notices;
+use shared::sync::LockExt;
 use shared::tools::Workspace;
 
 pub use super::file::MEMORY_DIR;
@@ -91,7 +92,7 @@ impl MemoryStore {
     /// skipped, and reported as a notice the first time they are met.
     pub fn list(&self) -> Vec<StoredMemory> {
         let (memories, skipped) = self.scan();
-        let mut reported = self.reported.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut reported = self.reported.locked();
         for problem in skipped {
             if reported.insert(problem.path.clone()) {
                 report::warn(&self.notices, &problem.to_string());

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use shared::hooks::ToolOutput;
 use shared::protocol::ToolSpec;
+use shared::sync::LockExt;
 use shared::tools::input::parse_input;
 
 use super::autonomy::{Autonomy, CurrentTask, now_secs};
@@ -107,9 +108,7 @@ fn claim(
     };
     match board.claim_leased(input.task_id.trim(), me, now_secs(), lease) {
         Ok(leased) => {
-            *holding
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(leased.task.id.clone());
+            *holding.locked() = Some(leased.task.id.clone());
             ToolOutput::ok(format!(
                 "Claimed task {}: {} (owner: {me})",
                 leased.task.id, leased.task.subject
@@ -124,9 +123,7 @@ fn complete(board: &TaskBoard, me: &Caller, holding: &CurrentTask, input: &Value
         Ok(input) => input,
         Err(error) => return error,
     };
-    let mut held = holding
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut held = holding.locked();
     let Some(id) = input
         .task_id
         .map(|id| id.trim().to_string())

@@ -10,9 +10,10 @@
 //! so.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use shared::CancellationToken;
+use shared::sync::LockExt;
 use tokio::task::JoinHandle;
 
 use super::error::TeamError;
@@ -316,22 +317,14 @@ impl Team {
     // ANCHOR_END: stop_all
 
     fn running(&self) -> MutexGuard<'_, BTreeMap<String, JoinHandle<()>>> {
-        self.inner
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.inner.running.locked()
     }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         self.cancel.cancel();
-        for task in self
-            .running
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-        {
+        for task in self.running.inner_mut().values() {
             task.abort();
         }
     }

@@ -33,12 +33,13 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use shared::notice::Notices;
+use shared::sync::LockExt;
 
 use super::TAG;
 
@@ -104,7 +105,7 @@ impl Occurrences {
     /// so the count follows the order of the workflow's code.
     pub fn next(&self, first_key: &str) -> usize {
         // ANCHOR: exercise-s20-occurrence
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen = self.seen.locked();
         let count = seen.entry(first_key.to_string()).or_insert(0);
         *count += 1;
         *count
@@ -246,7 +247,7 @@ impl Journal {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.locked()
     }
 }
 // ANCHOR_END: journal

@@ -9,9 +9,10 @@
 //! schedule (or a daylight saving change) at the terminal without waiting
 //! for the real date: the binary's `--pretend-now`.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use jiff::{SignedDuration, ZonedDateTime};
+use shared::sync::LockExt;
 
 /// A source of the current time, in some time zone.
 ///
@@ -70,7 +71,7 @@ impl ManualClock {
     /// cannot have left a half-written `ZonedDateTime` behind (assignment
     /// is all-or-nothing), so a poisoned lock is safe to use as it is.
     fn lock(&self) -> std::sync::MutexGuard<'_, ZonedDateTime> {
-        self.now.lock().unwrap_or_else(PoisonError::into_inner)
+        self.now.locked()
     }
 }
 

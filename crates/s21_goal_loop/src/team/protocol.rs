@@ -14,9 +14,10 @@
 //! [`Protocols`], which the lead keeps next to its bus.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
+use shared::sync::LockExt;
 use thiserror::Error;
 
 use super::message::{Message, MessageKind, NameError, validate_name};
@@ -186,7 +187,7 @@ impl Protocols {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner.locked()
     }
 
     /// Opens a pending request from `from` to `to`, with the next id.

@@ -18,7 +18,7 @@
 //! for a plan, behind a [`PlanGate`] that lets only read-only tools run
 //! until the lead approves.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
 use shared::CancellationToken;
@@ -29,6 +29,7 @@ use shared::hooks::{Hooks, ModelCall, ToolOutput};
 use shared::model::Model;
 use shared::notice::Notices;
 use shared::protocol::{Message as Turn, Response, SystemBlock, ToolSpec, ToolUse};
+use shared::sync::LockExt;
 use shared::text::truncate_chars;
 use shared::tools::Workspace;
 
@@ -90,7 +91,7 @@ pub struct Shared {
 }
 
 fn current(task: &CurrentTask) -> MutexGuard<'_, Option<String>> {
-    task.lock().unwrap_or_else(PoisonError::into_inner)
+    task.locked()
 }
 
 /// The worktree a teammate is bound to: the one it last worked in, until
@@ -99,14 +100,14 @@ fn current(task: &CurrentTask) -> MutexGuard<'_, Option<String>> {
 pub type Binding = Arc<Mutex<Option<BoundWorktree>>>;
 
 fn binding(bound: &Binding) -> MutexGuard<'_, Option<BoundWorktree>> {
-    bound.lock().unwrap_or_else(PoisonError::into_inner)
+    bound.locked()
 }
 
 /// A teammate's plan gate, shared by its tools and its runtime.
 pub type SharedGate = Arc<Mutex<PlanGate>>;
 
 fn gate(gate: &SharedGate) -> MutexGuard<'_, PlanGate> {
-    gate.lock().unwrap_or_else(PoisonError::into_inner)
+    gate.locked()
 }
 
 // ANCHOR: run

@@ -94,7 +94,7 @@ impl AgentRunner {
             .subagent
             .child(prompt, Some(system), context, &self.hooks);
         if let Some(model) = model {
-            agent.model_id = model.to_string();
+            agent.set_model_id(model);
         }
         let mut watcher = Watcher {
             label: label.to_string(),

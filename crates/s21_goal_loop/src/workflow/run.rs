@@ -11,12 +11,13 @@
 //! The elapsed time comes from tokio's clock, so a test that pauses time
 //! sees the same figures on every run.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use shared::CancellationToken;
 use shared::notice::Notices;
 use shared::progress::Progress;
+use shared::sync::LockExt;
 use tokio::time::Instant;
 
 use super::agent::AgentRunner;
@@ -137,7 +138,7 @@ impl Run {
     // ANCHOR_END: progress
 
     fn tally(&self) -> MutexGuard<'_, Tally> {
-        self.tally.lock().unwrap_or_else(PoisonError::into_inner)
+        self.tally.locked()
     }
 }
 

@@ -6,8 +6,9 @@
 //! files — then spawns the run and answers with its id. The run's task
 //! calls the workflow's function with a fresh [`WorkflowCtx`], writes the
 //! snapshot and the output file when it ends, and moves itself from the
-//! running runs to the queue of finished ones, under one lock, so a run is
-//! always in exactly one of the two places. The agent takes the queue in
+//! running runs to the queue of finished ones (lesson 13's
+//! [`FinishedQueue`]) under the runtime's lock, so a run is always in
+//! exactly one of the two places. The agent takes the queue in
 //! lesson 13's two places (see [`crate::hooks`]), and
 //! [`WorkflowRuntime::has_pending`] tells `-p` to wait while anything is
 //! running or not yet told. While a run runs, the session holds its lock
@@ -19,14 +20,16 @@
 //! notice says how to resume it. What their agents finished is in the
 //! journal already.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use serde_json::{Value, json};
 use shared::CancellationToken;
 use shared::notice::Notices;
-use tokio::sync::Notify;
+use shared::sync::LockExt;
 use tokio::task::JoinHandle;
+
+use crate::finished::FinishedQueue;
 
 use super::agent::{AgentRunner, DEFAULT_CONCURRENCY};
 use super::journal::Journal;
@@ -113,8 +116,10 @@ pub struct WorkflowRuntime {
 
 struct Inner {
     state: Mutex<State>,
-    /// Woken when a run joins the finished queue.
-    finished_ready: Notify,
+    /// Runs that ended. A run moves from `running` into this queue while
+    /// the state lock is held, so under that lock it is always in exactly
+    /// one of the two places (or told).
+    finished: FinishedQueue<RunFinished>,
     notices: Notices,
     store: RunStore,
     registry: WorkflowRegistry,
@@ -124,7 +129,6 @@ struct Inner {
 #[derive(Default)]
 struct State {
     running: BTreeMap<String, Running>,
-    finished: VecDeque<RunFinished>,
 }
 
 struct Running {
@@ -146,7 +150,7 @@ impl WorkflowRuntime {
         Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(State::default()),
-                finished_ready: Notify::new(),
+                finished: FinishedQueue::new(),
                 notices,
                 store,
                 registry,
@@ -348,28 +352,21 @@ impl WorkflowRuntime {
 
     /// Takes every finished run, oldest first. Each is handed out once.
     pub fn take_finished(&self) -> Vec<RunFinished> {
-        self.inner.state().finished.drain(..).collect()
+        self.inner.finished.take()
     }
 
     /// Waits until at least one run has finished, then takes them all.
     /// Cancel-safe: runs are taken only in the poll that returns them.
     pub async fn next_finished(&self) -> Vec<RunFinished> {
-        loop {
-            let ready = self.inner.finished_ready.notified();
-            tokio::pin!(ready);
-            ready.as_mut().enable();
-            let finished = self.take_finished();
-            if !finished.is_empty() {
-                return finished;
-            }
-            ready.await;
-        }
+        self.inner.finished.next().await
     }
 
     /// Whether a run is going, or ended and is not yet told to the model.
     pub fn has_pending(&self) -> bool {
+        // Under the state lock, a run that ends meanwhile is in one of the
+        // two places, never between them.
         let state = self.inner.state();
-        !state.running.is_empty() || !state.finished.is_empty()
+        !state.running.is_empty() || !self.inner.finished.is_empty()
     }
 
     /// The ids and workflows of the runs going now.
@@ -501,9 +498,8 @@ fn finish(
                 tally.tokens
             ),
         );
-        state.finished.push_back(finished);
+        inner.finished.push(finished);
     }
-    inner.finished_ready.notify_one();
 }
 // ANCHOR_END: finish
 
@@ -534,7 +530,7 @@ fn snapshot_of(
 
 impl Inner {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.locked()
     }
 }
 
@@ -542,7 +538,7 @@ impl Drop for Inner {
     /// The last handle is gone: stop whatever still runs, so no run
     /// outlives the agent that started it.
     fn drop(&mut self) {
-        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let state = self.state.inner_mut();
         for running in state.running.values() {
             running.cancel.cancel();
             if let Some(handle) = &running.handle {

@@ -46,7 +46,8 @@ use rquickjs::{
 };
 use serde::Deserialize;
 use serde_json::Value;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use shared::sync::LockExt;
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::time::Instant;
 
 use super::WorkflowError;
@@ -152,7 +153,7 @@ struct State {
 
 impl Shared {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.locked()
     }
 
     fn trip(&self, limit: Limit) {

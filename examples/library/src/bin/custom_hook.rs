@@ -116,8 +116,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let env = |name: &str| std::env::var(name).ok();
-    let setup = course_examples::setup(&args.common, SCRIPT, &env)?;
+    let setup = course_examples::setup("custom_hook", &args.common, SCRIPT)?;
     let log = setup.workspace.root().join(AUDIT_LOG);
     // Approve everything the lesson's permission check would ask about
     // (it shows each question it answered, as `--yes` does): there is no

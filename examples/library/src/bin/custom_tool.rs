@@ -122,8 +122,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let env = |name: &str| std::env::var(name).ok();
-    let setup = course_examples::setup(&args.common, SCRIPT, &env)?;
+    let setup = course_examples::setup("custom_tool", &args.common, SCRIPT)?;
     let options = lesson::Options {
         approver: Box::new(lesson::permission::ApproveAll),
         ..lesson::Options::default()

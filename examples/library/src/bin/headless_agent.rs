@@ -87,8 +87,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let env = |name: &str| std::env::var(name).ok();
-    let setup = course_examples::setup(&args.common, SCRIPT, &env)?;
+    let setup = course_examples::setup("headless_agent", &args.common, SCRIPT)?;
     // The fields left at their defaults build the lesson as its binary does;
     // the approver is the one thing a program without a terminal must
     // choose, since nobody is there to answer `Allow? [y/N]`.
