@@ -128,11 +128,11 @@ pub struct Agent<H> {
     /// The model id sent with each request.
     model_id: String,
     /// The lesson's mechanisms, called at the hook points.
-    pub hooks: H,
+    hooks: H,
     /// `max_tokens` and the round limits of a turn.
-    pub limits: Limits,
+    limits: Limits,
     /// The queue the hooks emit into; the loop hands its notices to the observer.
-    pub notices: Notices,
+    notices: Notices,
 }
 // ANCHOR_END: agent
 
@@ -153,6 +153,35 @@ impl<H: Hooks> Agent<H> {
     pub fn with_notices(mut self, notices: Notices) -> Self {
         self.notices = notices;
         self
+    }
+
+    /// The lesson's mechanisms: what a test or a program reads (a lesson's
+    /// registries, its task board) or adds to (a tool, a hook) goes through
+    /// the lesson's own accessors on these.
+    pub fn hooks(&self) -> &H {
+        &self.hooks
+    }
+
+    /// The lesson's mechanisms, to call a hook point between turns (a
+    /// front end's `idle_work`, `slash_command`).
+    pub fn hooks_mut(&mut self) -> &mut H {
+        &mut self.hooks
+    }
+
+    /// `max_tokens` and the round limits of a turn.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Runs the next turns under `limits` (a subagent's smaller round
+    /// budget).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// The queue the hooks emit into and the loop relays.
+    pub fn notices(&self) -> &Notices {
+        &self.notices
     }
 
     /// The model id sent with each request.
@@ -252,6 +281,7 @@ impl<H: Hooks> Agent<H> {
             let calls: Vec<ToolUse> = message.tool_uses().cloned().collect();
 
             if calls.is_empty() {
+                // ANCHOR: exercise-s01-finish
                 let final_text = message.text();
                 if !message.content.is_empty() {
                     history.push(message);
@@ -272,6 +302,7 @@ impl<H: Hooks> Agent<H> {
                         });
                     }
                 }
+                // ANCHOR_END: exercise-s01-finish
             }
 
             // ANCHOR: exercise-s01-tools

@@ -205,8 +205,11 @@ fn grade(root: &Path, data: &Data) -> Result<ExitCode, Failure> {
     if run.stopped {
         // So did every test the stopped run never started: a count of only
         // the tests that finished would hide them.
-        for test in list_tests(root, &data.package) {
-            if !outcomes.iter().any(|(name, _)| *name == test) {
+        // Ignored tests (run only as child processes of others) are listed
+        // too, but never run: they are neither passed nor failed.
+        let ignored = list_tests(root, &data.package, true);
+        for test in list_tests(root, &data.package, false) {
+            if !ignored.contains(&test) && !outcomes.iter().any(|(name, _)| *name == test) {
                 not_run += 1;
                 outcomes.push((test, Outcome::Failed));
             }
@@ -479,11 +482,13 @@ fn run_tests(root: &Path, package: &str) -> Result<TestRun, Failure> {
     })
 }
 
-/// The names of the lesson's tests (`--list`; the binary is built by then).
-fn list_tests(root: &Path, package: &str) -> Vec<String> {
+/// The names of the lesson's tests (`--list`; the binary is built by
+/// then), or only its ignored ones.
+fn list_tests(root: &Path, package: &str, only_ignored: bool) -> Vec<String> {
     let listed = cargo(root)
         .args(["test", "--package", package, "--test", "it", "--"])
         .args(["--list", "--format", "terse"])
+        .args(only_ignored.then_some("--ignored"))
         .stderr(std::process::Stdio::null())
         .output();
     let Ok(listed) = listed else {

@@ -34,7 +34,7 @@ pub struct Options {}
 
 /// Builds the agent: the shared loop plus this lesson's hooks.
 pub fn build(setup: Setup, _options: Options) -> anyhow::Result<Agent<LessonHooks>> {
-    let hooks = LessonHooks::new(setup.workspace);
-    Ok(Agent::new(setup.model, setup.model_id, hooks).with_notices(setup.notices))
+    let hooks = LessonHooks::new(setup.workspace().clone());
+    Ok(setup.agent(hooks))
 }
 // ANCHOR_END: build

@@ -51,7 +51,11 @@ impl Default for Options {
 /// Builds the agent: the shared loop plus this lesson's hooks, asking
 /// `options.approver` before risky calls.
 pub fn build(setup: Setup, options: Options) -> anyhow::Result<Agent<LessonHooks>> {
-    let hooks = LessonHooks::new(setup.workspace, setup.notices.clone(), options.approver);
-    Ok(Agent::new(setup.model, setup.model_id, hooks).with_notices(setup.notices))
+    let hooks = LessonHooks::new(
+        setup.workspace().clone(),
+        setup.notices().clone(),
+        options.approver,
+    );
+    Ok(setup.agent(hooks))
 }
 // ANCHOR_END: build

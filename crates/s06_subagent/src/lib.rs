@@ -57,6 +57,6 @@ impl Default for Options {
 /// `options.approver` before risky calls.
 pub fn build(setup: Setup, options: Options) -> anyhow::Result<Agent<LessonHooks>> {
     let hooks = LessonHooks::new(&setup, options);
-    Ok(Agent::new(setup.model, setup.model_id, hooks).with_notices(setup.notices))
+    Ok(setup.agent(hooks))
 }
 // ANCHOR_END: build

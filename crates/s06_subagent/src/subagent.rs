@@ -130,10 +130,10 @@ impl Subagent {
         };
         let mut agent = Agent::new(self.model.clone(), self.model_id.clone(), subagent_hooks)
             .with_notices(own_notices);
-        agent.limits = Limits {
+        agent.set_limits(Limits {
             max_rounds: Some(SUBAGENT_MAX_ROUNDS),
             ..Limits::default()
-        };
+        });
         // A fresh history: the description is the first and only thing
         // the subagent knows.
         let mut history: Vec<Message> = Vec::new();

@@ -62,6 +62,6 @@ impl Default for Options {
 /// finds.
 pub fn build(setup: Setup, options: Options) -> anyhow::Result<Agent<LessonHooks>> {
     let hooks = LessonHooks::new(&setup, options)?;
-    Ok(Agent::new(setup.model, setup.model_id, hooks).with_notices(setup.notices))
+    Ok(setup.agent(hooks))
 }
 // ANCHOR_END: build

@@ -124,13 +124,10 @@ pub fn build(setup: Setup, options: Options) -> anyhow::Result<Agent<LessonHooks
     // One model stack for every call the agent makes — the loop's, the
     // subagent's, the summaries and memory's side queries — so all of them
     // retry, back off and fall back alike.
-    let recovery = Recovery::new(options.recovery.clone(), setup.notices.clone());
-    let setup = Setup {
-        model: recovery.wrap(setup.model),
-        ..setup
-    };
+    let recovery = Recovery::new(options.recovery.clone(), setup.notices().clone());
+    let setup = setup.map_model(|model| recovery.wrap(model));
     // ANCHOR_END: stack
     let hooks = LessonHooks::new(&setup, options, recovery)?;
-    Ok(Agent::new(setup.model, setup.model_id, hooks).with_notices(setup.notices))
+    Ok(setup.agent(hooks))
 }
 // ANCHOR_END: build

@@ -148,10 +148,10 @@ impl Subagent {
         };
         let mut agent = Agent::new(self.model.clone(), self.model_id.clone(), subagent_hooks)
             .with_notices(own_notices);
-        agent.limits = Limits {
+        agent.set_limits(Limits {
             max_rounds: Some(SUBAGENT_MAX_ROUNDS),
             ..Limits::default()
-        };
+        });
         // A fresh history: the description is the first and only thing
         // the subagent knows.
         let mut history: Vec<Message> = Vec::new();
@@ -181,12 +181,12 @@ impl Subagent {
     /// circuit breaker of its own, the subagent's workspace and notices, and
     /// its task as the request every summary repeats.
     fn compactor(&self, task: &str, context: &ToolContext) -> Compactor {
-        let setup = Setup {
-            workspace: context.workspace.clone(),
-            model: self.model.clone(),
-            model_id: self.model_id.clone(),
-            notices: context.notices.clone(),
-        };
+        let setup = Setup::new(
+            context.workspace.clone(),
+            self.model.clone(),
+            self.model_id.clone(),
+        )
+        .with_notices(context.notices.clone());
         let mut compactor = Compactor::new(&setup, self.compact.clone());
         compactor.note_prompt(task);
         compactor

@@ -116,7 +116,7 @@ async fn main() -> ExitCode {
         options.workflows = settings.workflow_options(options.workflows, from_env)?;
         options.goal = settings.goal_options(options.goal, from_env)?;
         options.settings = settings;
-        options.goal.evaluator = goal_evaluator(setup.model.provider(), from_env)?;
+        options.goal.evaluator = goal_evaluator(setup.model().provider(), from_env)?;
         s21_goal_loop::build(setup, options)
     })
     .await

@@ -69,14 +69,14 @@ pub struct Lesson {
 #[derive(Clone)]
 pub struct Setup {
     /// The directory the tools are confined to.
-    pub workspace: Workspace,
+    workspace: Workspace,
     /// The model the flags and environment chose.
-    pub model: Arc<dyn Model>,
+    model: Arc<dyn Model>,
     /// The model id sent with each request.
-    pub model_id: String,
-    /// Where the lesson's mechanisms emit their notices; the agent must
-    /// relay this same queue (`Agent::with_notices`).
-    pub notices: Notices,
+    model_id: String,
+    /// Where the lesson's mechanisms emit their notices; the agent
+    /// [`agent`](Setup::agent) makes relays this same queue.
+    notices: Notices,
 }
 
 impl Setup {
@@ -88,6 +88,48 @@ impl Setup {
             model_id: model_id.into(),
             notices: Notices::new(),
         }
+    }
+
+    /// The same setup, emitting into `notices` (a subagent's or a
+    /// teammate's own queue) instead of a fresh one.
+    pub fn with_notices(mut self, notices: Notices) -> Self {
+        self.notices = notices;
+        self
+    }
+
+    /// The same setup with its model replaced by what `wrap` makes of it
+    /// (lesson 11 puts its recovery stack around the model here, so every
+    /// mechanism built from the setup calls through it).
+    pub fn map_model(mut self, wrap: impl FnOnce(Arc<dyn Model>) -> Arc<dyn Model>) -> Self {
+        self.model = wrap(self.model);
+        self
+    }
+
+    /// The directory the tools are confined to.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The model the flags and environment chose (wrapped, once a lesson
+    /// called [`map_model`](Setup::map_model)).
+    pub fn model(&self) -> &Arc<dyn Model> {
+        &self.model
+    }
+
+    /// The model id sent with each request.
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    /// Where the lesson's mechanisms emit their notices.
+    pub fn notices(&self) -> &Notices {
+        &self.notices
+    }
+
+    /// The agent that runs `hooks` with this setup's model and id, relaying
+    /// the notices the mechanisms emit into this setup's queue.
+    pub fn agent<H: Hooks>(self, hooks: H) -> Agent<H> {
+        Agent::new(self.model, self.model_id, hooks).with_notices(self.notices)
     }
 
     /// The setup a lesson's binary makes from its flags, and the one place
@@ -211,7 +253,7 @@ pub fn load_dotenv() {
 fn slash_command<H: Hooks>(agent: &mut Agent<H>, line: &str) -> Option<String> {
     let line = line.trim();
     if line.starts_with('/') {
-        agent.hooks.slash_command(line)
+        agent.hooks_mut().slash_command(line)
     } else {
         None
     }
@@ -251,7 +293,7 @@ async fn one_shot<H: Hooks>(
                 }
             }
         }
-        if !agent.hooks.has_pending_work() {
+        if !agent.hooks_mut().has_pending_work() {
             break;
         }
         let interrupted = tokio::select! {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use shared::CancellationToken;
-use shared::agent::{Agent, Event, Observer, Silent, TurnError};
+use shared::agent::{Agent, Event, Limits, Observer, Silent, TurnError};
 use shared::error::ApiError;
 use shared::history::validate;
 use shared::hooks::{Hooks, ToolOutput};
@@ -106,7 +106,7 @@ async fn several_calls_get_one_result_each_in_order() {
 
     assert_eq!(outcome.final_text, "all done");
     assert_eq!(outcome.rounds, 2);
-    assert_eq!(agent.hooks.ran, ["a", "b", "c"]);
+    assert_eq!(agent.hooks().ran, ["a", "b", "c"]);
     validate(&history).unwrap();
     let ids: Vec<String> = history[1].tool_uses().map(|call| call.id.clone()).collect();
     let answered: Vec<String> = results(&history[2]).into_iter().map(|r| r.0).collect();
@@ -147,7 +147,7 @@ async fn unknown_tool_and_malformed_input_are_error_results() {
         results[1].1
     );
     assert!(results[2].1.contains("invalid type"), "{}", results[2].1);
-    assert!(agent.hooks.ran.is_empty());
+    assert!(agent.hooks().ran.is_empty());
     assert_requests_valid(&model);
 }
 
@@ -166,7 +166,7 @@ async fn max_tokens_mid_tool_call_leaves_no_call_unanswered() {
         .unwrap();
 
     // The complete call ran; the one cut off was answered but not run.
-    assert_eq!(agent.hooks.ran, ["complete"]);
+    assert_eq!(agent.hooks().ran, ["complete"]);
     let results = results(&history[2]);
     assert!(!results[0].2);
     assert!(results[1].2 && results[1].1.contains("cut off by max_tokens"));
@@ -235,7 +235,7 @@ async fn cancelling_a_running_tool_answers_every_call() {
     let results = results(&history[2]);
     assert!(results[0].1.contains("Interrupted"));
     assert!(results[1].1.contains("Not run"));
-    assert!(agent.hooks.ran.is_empty());
+    assert!(agent.hooks().ran.is_empty());
 }
 
 #[tokio::test]
@@ -245,8 +245,11 @@ async fn stop_hook_continues_under_a_cap() {
         Reply::text("second stop"),
         Reply::text("third stop"),
     ]);
-    agent.limits.max_stop_continuations = 2;
-    agent.hooks.stop_prompts = vec!["again".into(), "again".into(), "again".into()];
+    agent.set_limits(Limits {
+        max_stop_continuations: 2,
+        ..Limits::default()
+    });
+    agent.hooks_mut().stop_prompts = vec!["again".into(), "again".into(), "again".into()];
     let mut history = Vec::new();
     let outcome = agent
         .run_turn(&mut history, "go", &mut Silent, &CancellationToken::new())
@@ -264,7 +267,10 @@ async fn round_limit_stops_a_runaway_model() {
         .map(|_| Reply::tool("echo", json!({"text": "x"})))
         .collect();
     let (mut agent, _model) = agent(replies);
-    agent.limits.max_rounds = Some(3);
+    agent.set_limits(Limits {
+        max_rounds: Some(3),
+        ..Limits::default()
+    });
     let mut history = Vec::new();
     let error = agent
         .run_turn(&mut history, "go", &mut Silent, &CancellationToken::new())

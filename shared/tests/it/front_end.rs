@@ -120,10 +120,10 @@ fn front_end_process() {
         .unwrap();
     let code = runtime.block_on(shared::cli::run(LESSON, args, |setup| {
         let hooks = Background {
-            notices: setup.notices.clone(),
+            notices: setup.notices().clone(),
             pending: true,
         };
-        Ok(Agent::new(setup.model, setup.model_id, hooks).with_notices(setup.notices))
+        Ok(setup.agent(hooks))
     }));
     // Leave before the test harness prints its summary on standard output.
     std::process::exit(if code == ExitCode::SUCCESS { 0 } else { 1 });

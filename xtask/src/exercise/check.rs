@@ -9,7 +9,8 @@
 //! workspace's target directory as [`crate::fork::check`] does:
 //!
 //! 1. `cargo test --no-run --offline --locked`: the stubbed fork builds;
-//! 2. `cargo grade` fails (the stubs are reached);
+//! 2. `cargo grade` fails (the stubs are reached), and at least half of
+//!    the lesson's own graded tests fail with it;
 //! 3. with more than one region, each region alone is stubbed (the others
 //!    solved) and `grade` must fail: a region no graded test reaches is
 //!    named;
@@ -75,6 +76,21 @@ pub fn check(root: &Path, lesson: &Lesson, target_dir: &Path) -> Result<Checked>
             regions.join(" or ")
         );
     }
+    // The exercise is the lesson's mechanism: with it stubbed, at least
+    // half of the lesson's own tests must fail, or most of the grade is
+    // earned by code the student never wrote.
+    match this_lesson(&stubbed.line) {
+        Some((passed, total)) if passed * 2 > total => bail!(
+            "{id}: with every region stubbed, {passed} of the lesson's {total} graded tests still pass ({}): the regions ({}) cover too little of the mechanism; at least half must fail",
+            stubbed.line,
+            regions.join(", ")
+        ),
+        Some(_) => {}
+        None => bail!(
+            "{id}: `cargo grade` printed no summary:\n{}",
+            stubbed.output
+        ),
+    }
     if regions.len() > 1 {
         for region in &regions {
             tool(&dir, target_dir, &["solution", "--apply"])?;
@@ -134,6 +150,17 @@ fn grade(dir: &Path, target_dir: &Path) -> Result<Graded> {
     })
 }
 
+/// `(passed, total)` of a `grade sNN: this lesson 3/9, earlier …` line.
+fn this_lesson(line: &str) -> Option<(usize, usize)> {
+    let counts = line
+        .split("this lesson ")
+        .nth(1)?
+        .split([',', ' '])
+        .next()?;
+    let (passed, total) = counts.split_once('/')?;
+    Some((passed.parse().ok()?, total.parse().ok()?))
+}
+
 /// Runs one of the fork's commands (`cargo grade`, …) offline.
 fn tool(dir: &Path, target_dir: &Path, args: &[&str]) -> Result<Output> {
     let output = run(cargo(dir, target_dir)
@@ -161,4 +188,19 @@ pub fn target_dir(root: &Path) -> Result<PathBuf> {
     let dir =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     Ok(std::path::absolute(dir)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::this_lesson;
+
+    #[test]
+    fn the_lesson_counts_are_read_from_grade_s_summary() {
+        assert_eq!(
+            this_lesson("grade s03: this lesson 3/9, earlier 31/31"),
+            Some((3, 9))
+        );
+        assert_eq!(this_lesson("grade s01: this lesson 12/12"), Some((12, 12)));
+        assert_eq!(this_lesson("grade printed no summary"), None);
+    }
 }

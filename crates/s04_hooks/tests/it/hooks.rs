@@ -53,11 +53,11 @@ async fn a_pre_tool_use_result_blocks_the_call_and_is_what_the_model_reads() {
     );
     let seen_after = log();
     let seen = seen_after.clone();
-    agent.hooks.registry().on_pre_tool_use(|call| {
+    agent.hooks_mut().registry().on_pre_tool_use(|call| {
         (call.name == "bash").then(|| "Blocked by policy: no shell today.".to_string())
     });
     agent
-        .hooks
+        .hooks_mut()
         .registry()
         .on_post_tool_use(move |call, _| seen.lock().unwrap().push(call.name.clone()));
 
@@ -97,7 +97,7 @@ async fn post_tool_use_sees_every_call_and_its_output() {
     let outputs = Arc::new(Mutex::new(Vec::new()));
     let seen = outputs.clone();
     agent
-        .hooks
+        .hooks_mut()
         .registry()
         .on_post_tool_use(move |call, output| {
             seen.lock()
@@ -135,7 +135,7 @@ async fn post_tool_use_feedback_is_added_to_that_call_s_one_result() {
             Reply::text("ok"),
         ],
     );
-    let mut registry = agent.hooks.registry().clone();
+    let mut registry = agent.hooks_mut().registry().clone();
     registry.on_post_tool_use_feedback(|call, output| {
         (call.name == "read_file").then(|| format!("lint: {} is not a word", output.text))
     });
@@ -182,7 +182,7 @@ async fn a_hook_that_waits_holds_up_no_other_agent_s_hooks() {
     );
     // A second handle on the same registry: what a subagent, a teammate or
     // a background agent of a later lesson triggers its hooks through.
-    let mut other = agent.hooks.registry().clone();
+    let mut other = agent.hooks_mut().registry().clone();
     // Like a permission question or a slow command hook: the first call's
     // hook waits until the test lets it go.
     let (entered_tx, mut entered) = tokio::sync::mpsc::unbounded_channel();
@@ -240,14 +240,17 @@ async fn a_hook_that_waits_holds_up_no_other_agent_s_hooks() {
 async fn user_prompt_submit_can_augment_the_prompt() {
     let dir = tempfile::tempdir().unwrap();
     let (mut agent, model) = agent(dir.path(), vec![Reply::text("ok")]);
-    agent.hooks.registry().on_user_prompt_submit(|prompt| {
-        Some(PromptCheck::Replace(format!(
-            "{prompt}\n\n<context>branch: main</context>"
-        )))
-    });
+    agent
+        .hooks_mut()
+        .registry()
+        .on_user_prompt_submit(|prompt| {
+            Some(PromptCheck::Replace(format!(
+                "{prompt}\n\n<context>branch: main</context>"
+            )))
+        });
     // The first hook with a result wins: this one is never consulted.
     agent
-        .hooks
+        .hooks_mut()
         .registry()
         .on_user_prompt_submit(|_| Some(PromptCheck::Block("too late".into())));
 
@@ -267,11 +270,14 @@ async fn user_prompt_submit_can_augment_the_prompt() {
 async fn user_prompt_submit_can_block_the_prompt_before_the_model_sees_it() {
     let dir = tempfile::tempdir().unwrap();
     let (mut agent, model) = agent(dir.path(), vec![Reply::text("ok")]);
-    agent.hooks.registry().on_user_prompt_submit(|prompt| {
-        prompt
-            .contains("password")
-            .then(|| PromptCheck::Block("prompts must not contain passwords".into()))
-    });
+    agent
+        .hooks_mut()
+        .registry()
+        .on_user_prompt_submit(|prompt| {
+            prompt
+                .contains("password")
+                .then(|| PromptCheck::Block("prompts must not contain passwords".into()))
+        });
 
     let mut history = Vec::new();
     let (blocked, _) = support::turn(&mut agent, &mut history, "my password is hunter2").await;
@@ -306,7 +312,7 @@ async fn a_stop_hook_that_always_continues_is_capped() {
     );
     let stops = log();
     let seen = stops.clone();
-    agent.hooks.registry().on_stop(move |history| {
+    agent.hooks_mut().registry().on_stop(move |history| {
         seen.lock().unwrap().push(history.last().unwrap().text());
         Some("Are you sure? Check again.".into())
     });
@@ -315,7 +321,7 @@ async fn a_stop_hook_that_always_continues_is_capped() {
     let (outcome, _) = support::turn(&mut agent, &mut history, "go").await;
     let outcome = outcome.unwrap();
 
-    let cap = agent.limits.max_stop_continuations;
+    let cap = agent.limits().max_stop_continuations;
     assert_eq!(cap, 3);
     assert_eq!(
         model.requests().len(),
@@ -350,7 +356,7 @@ async fn a_stop_hook_can_send_the_model_back_to_work_once() {
     );
     // Continue until the model has written tests.txt.
     let root = dir.path().to_path_buf();
-    agent.hooks.registry().on_stop(move |_| {
+    agent.hooks_mut().registry().on_stop(move |_| {
         (!root.join("tests.txt").exists()).then(|| "You have not written tests.txt yet.".into())
     });
 
@@ -385,7 +391,7 @@ async fn permission_is_a_pre_tool_use_hook_with_the_same_outcome() {
     // A hook registered after the permission hook sees only calls it allowed.
     let reached = log();
     let seen = reached.clone();
-    agent.hooks.registry().on_pre_tool_use(move |call| {
+    agent.hooks_mut().registry().on_pre_tool_use(move |call| {
         seen.lock().unwrap().push(call.name.clone());
         None
     });

@@ -21,8 +21,8 @@ impl LessonHooks {
         let mut registry = HookRegistry::new();
         builtin_hooks::register(
             &mut registry,
-            &setup.workspace,
-            &setup.notices,
+            setup.workspace(),
+            setup.notices(),
             options.approver,
         );
         let mut tools = base_tools();
@@ -30,12 +30,12 @@ impl LessonHooks {
         todos.register(&mut tools);
         // ANCHOR: register_task
         // Subagents think with the parent's model, behind the parent's hooks.
-        let subagent = Subagent::new(setup.model.clone(), setup.model_id.clone());
+        let subagent = Subagent::new(setup.model().clone(), setup.model_id().to_owned());
         subagent::register(&mut tools, subagent, registry.clone());
         // ANCHOR_END: register_task
         Self {
             tools,
-            context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            context: ToolContext::new(setup.workspace().clone(), setup.notices().clone()),
             registry,
             todos,
         }

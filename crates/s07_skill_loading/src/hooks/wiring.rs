@@ -24,8 +24,8 @@ impl LessonHooks {
         let mut registry = HookRegistry::new();
         builtin_hooks::register(
             &mut registry,
-            &setup.workspace,
-            &setup.notices,
+            setup.workspace(),
+            setup.notices(),
             options.approver,
         );
         let mut tools = base_tools();
@@ -34,18 +34,18 @@ impl LessonHooks {
         // ANCHOR: register_skills
         // The skills: their catalog to the system prompt, `load_skill` to
         // the tools.
-        let skills = skills::load(&options.skills, setup.workspace.root(), &setup.notices)?;
+        let skills = skills::load(&options.skills, setup.workspace().root(), setup.notices())?;
         let skill_catalog = skills.catalog();
         skills::register_tool(&mut tools, skills);
         // ANCHOR_END: register_skills
         // ANCHOR: register_task
         // Subagents think with the parent's model, behind the parent's hooks.
-        let subagent = Subagent::new(setup.model.clone(), setup.model_id.clone());
+        let subagent = Subagent::new(setup.model().clone(), setup.model_id().to_owned());
         subagent::register(&mut tools, subagent, registry.clone());
         // ANCHOR_END: register_task
         Ok(Self {
             tools,
-            context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            context: ToolContext::new(setup.workspace().clone(), setup.notices().clone()),
             registry,
             todos,
             skill_catalog,

@@ -25,8 +25,8 @@ impl LessonHooks {
         let mut registry = HookRegistry::new();
         builtin_hooks::register(
             &mut registry,
-            &setup.workspace,
-            &setup.notices,
+            setup.workspace(),
+            setup.notices(),
             options.approver,
         );
         let mut tools = base_tools();
@@ -38,7 +38,7 @@ impl LessonHooks {
         // ANCHOR: register_skills
         // The skills: their catalog to the system prompt, `load_skill` to
         // the tools.
-        let skills = skills::load(&options.skills, setup.workspace.root(), &setup.notices)?;
+        let skills = skills::load(&options.skills, setup.workspace().root(), setup.notices())?;
         let skill_catalog = skills.catalog();
         skills::register_tool(&mut tools, skills);
         // ANCHOR_END: register_skills
@@ -46,15 +46,15 @@ impl LessonHooks {
         // Subagents think with the parent's model, behind the parent's hooks,
         // and compact their own histories by the parent's thresholds.
         let subagent = Subagent::new(
-            setup.model.clone(),
-            setup.model_id.clone(),
+            setup.model().clone(),
+            setup.model_id().to_owned(),
             compactor.config.clone(),
         );
         subagent::register(&mut tools, subagent, registry.clone());
         // ANCHOR_END: register_task
         Ok(Self {
             tools,
-            context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            context: ToolContext::new(setup.workspace().clone(), setup.notices().clone()),
             registry,
             todos,
             skill_catalog,

@@ -103,6 +103,7 @@ impl SkillRegistry {
         };
         let mut skills: Vec<Skill> = Vec::new();
         for folder in skill_folders(&dir, &mut warnings) {
+            // ANCHOR: exercise-s07-scan
             let manifest = folder.join(MANIFEST);
             let skill = match read_skill(&folder, &manifest) {
                 Ok(Some(skill)) => skill,
@@ -114,15 +115,11 @@ impl SkillRegistry {
                 }
             };
             if let Some(first) = skills.iter().find(|known| known.name == skill.name) {
-                let problem = format!(
-                    "the name {:?} is already used by {}",
-                    skill.name,
-                    first.dir.join(MANIFEST).display()
-                );
-                warnings.push(warning(&manifest, problem));
+                warnings.push(name_taken(&manifest, &skill, first));
                 continue;
             }
             skills.push(skill);
+            // ANCHOR_END: exercise-s07-scan
         }
         let registry = Self {
             dir: Some(dir),
@@ -185,6 +182,16 @@ fn warning(path: &Path, problem: impl Into<String>) -> SkillWarning {
         path: path.to_path_buf(),
         problem: problem.into(),
     }
+}
+
+/// The warning for a second skill (its `manifest`) named like `first`.
+fn name_taken(manifest: &Path, skill: &Skill, first: &Skill) -> SkillWarning {
+    let problem = format!(
+        "the name {:?} is already used by {}",
+        skill.name,
+        first.dir.join(MANIFEST).display()
+    );
+    warning(manifest, problem)
 }
 
 /// The sub-folders of `dir`, sorted by name, hidden ones left out.

@@ -262,7 +262,7 @@ async fn the_demo_script_sends_the_same_prompt_bytes_until_a_memory_is_saved() {
         assert_eq!(system_bytes(request), system_bytes(&requests[1]));
     }
     assert_eq!(
-        agent.hooks.prompt().stats(),
+        agent.hooks().prompt().stats(),
         lesson::prompt::Stats {
             assembled: 2,
             hits: 3

@@ -328,7 +328,7 @@ async fn the_demo_script_sends_every_attempt_as_the_chapter_describes() {
     for request in &requests[1..] {
         assert_eq!(request["system"], requests[0]["system"]);
     }
-    let stats = agent.hooks.prompt().stats();
+    let stats = agent.hooks().prompt().stats();
     assert_eq!((stats.assembled, stats.hits), (1, 2));
     // The summary (answered by the script's side reply) and the
     // extraction are side queries.
@@ -344,7 +344,7 @@ async fn the_demo_script_sends_every_attempt_as_the_chapter_describes() {
         side[1]
     );
 
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events.iter().map(kind).collect::<Vec<_>>(),
         [

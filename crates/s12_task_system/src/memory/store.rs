@@ -119,6 +119,7 @@ impl MemoryStore {
             .collect();
         files.sort();
         for file in files {
+            // ANCHOR: exercise-s09-scan
             let path = self.dir.join(&file);
             let parsed = fs::read_to_string(&path)
                 .map_err(|error| error.to_string())
@@ -131,6 +132,7 @@ impl MemoryStore {
                 }),
                 Err(reason) => skipped.push(Skipped { path, reason }),
             }
+            // ANCHOR_END: exercise-s09-scan
         }
         (memories, skipped)
     }

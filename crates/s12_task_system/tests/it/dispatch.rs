@@ -131,7 +131,7 @@ async fn a_tool_registered_by_a_program_is_offered_and_gets_the_workspace_in_its
     );
     // One spec and one handler. The handler captures nothing: where to
     // write comes with each call, in its context.
-    agent.hooks.tool_registry().register(
+    agent.hooks_mut().tool_registry().register(
         ToolSpec::new(
             "note",
             "Saves a short note in the workspace.",
@@ -187,8 +187,11 @@ async fn an_unregistered_tool_is_no_longer_offered_or_run() {
             Reply::text("ok"),
         ],
     );
-    assert!(agent.hooks.tool_registry().unregister("glob"));
-    assert!(!agent.hooks.tool_registry().unregister("glob"), "only once");
+    assert!(agent.hooks_mut().tool_registry().unregister("glob"));
+    assert!(
+        !agent.hooks_mut().tool_registry().unregister("glob"),
+        "only once"
+    );
     let mut history = Vec::new();
 
     let (outcome, _) = support::turn(&mut agent, &mut history, "go").await;

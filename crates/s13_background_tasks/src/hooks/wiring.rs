@@ -33,15 +33,15 @@ impl LessonHooks {
         let mut registry = HookRegistry::new();
         builtin_hooks::register(
             &mut registry,
-            &setup.workspace,
-            &setup.notices,
+            setup.workspace(),
+            setup.notices(),
             options.approver,
         );
         let mut tools = base_tools();
         // ANCHOR: register_background
         // `bash` again, now able to leave a command running and answer at
         // once. It takes the base tool's place, first in the list.
-        let background = BackgroundTasks::new(setup.notices.clone());
+        let background = BackgroundTasks::new(setup.notices().clone());
         background::tool::register(&mut tools, &background);
         // ANCHOR_END: register_background
         let todos = TodoTracker::new();
@@ -52,7 +52,7 @@ impl LessonHooks {
         // ANCHOR: register_skills
         // The skills: their catalog to the system prompt, `load_skill` to
         // the tools.
-        let skills = skills::load(&options.skills, setup.workspace.root(), &setup.notices)?;
+        let skills = skills::load(&options.skills, setup.workspace().root(), setup.notices())?;
         let skill_catalog = skills.catalog();
         skills::register_tool(&mut tools, skills);
         // ANCHOR_END: register_skills
@@ -60,8 +60,8 @@ impl LessonHooks {
         // Subagents think with the parent's model, behind the parent's hooks,
         // and compact their own histories by the parent's thresholds.
         let subagent = Subagent::new(
-            setup.model.clone(),
-            setup.model_id.clone(),
+            setup.model().clone(),
+            setup.model_id().to_owned(),
             compactor.config.clone(),
         );
         subagent::register(&mut tools, subagent, registry.clone());
@@ -70,21 +70,21 @@ impl LessonHooks {
         // The task board of the workspace, shared by every call (and, from
         // lesson 15 on, by every agent working here).
         let board = TaskBoard::new(
-            setup.workspace.root().join(TASKS_DIR),
-            setup.notices.clone(),
+            setup.workspace().root().join(TASKS_DIR),
+            setup.notices().clone(),
         );
         tasks::tools::register(&mut tools, &board);
         // ANCHOR_END: register_board
         Ok(Self {
             tools,
-            context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            context: ToolContext::new(setup.workspace().clone(), setup.notices().clone()),
             registry,
             todos,
             skill_catalog,
             compactor,
             // Memory's side queries go through the agent's own model.
             memory: MemorySystem::new(setup),
-            prompt: PromptAssembler::new(setup.notices.clone()),
+            prompt: PromptAssembler::new(setup.notices().clone()),
             recovery,
             background,
         })

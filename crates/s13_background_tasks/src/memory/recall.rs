@@ -210,6 +210,7 @@ pub async fn recall(
     prompt: &str,
     conversation: &str,
 ) -> Option<Recalled> {
+    // ANCHOR: exercise-s09-recall
     let memories = store.list();
     if memories.is_empty() {
         return None;
@@ -240,6 +241,7 @@ pub async fn recall(
         memories: chosen,
         source,
     })
+    // ANCHOR_END: exercise-s09-recall
 }
 // ANCHOR_END: recall
 

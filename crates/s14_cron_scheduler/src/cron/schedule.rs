@@ -141,6 +141,7 @@ impl Schedule {
     /// only at `now`'s own minute. Ticking twice within one minute fires
     /// nothing the second time. Local time is `now`'s time zone.
     pub fn tick(&mut self, now: &ZonedDateTime) -> Vec<CronJob> {
+        // ANCHOR: exercise-s14-tick
         let Some(window) = self.window(now) else {
             return Vec::new();
         };
@@ -159,6 +160,7 @@ impl Schedule {
             None => window.newest,
         });
         due
+        // ANCHOR_END: exercise-s14-tick
     }
     // ANCHOR_END: tick
 

@@ -117,6 +117,7 @@ impl BackgroundTasks {
             );
             id
         };
+        // ANCHOR: exercise-s13-start
         let options = BashOptions {
             timeout,
             ..BashOptions::default()
@@ -144,6 +145,7 @@ impl BackgroundTasks {
             None => drop(handle),
         }
         id
+        // ANCHOR_END: exercise-s13-start
     }
     // ANCHOR_END: start
 

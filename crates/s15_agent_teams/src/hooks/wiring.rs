@@ -36,15 +36,15 @@ impl LessonHooks {
         let mut registry = HookRegistry::new();
         builtin_hooks::register(
             &mut registry,
-            &setup.workspace,
-            &setup.notices,
+            setup.workspace(),
+            setup.notices(),
             options.approver,
         );
         let mut tools = base_tools();
         // ANCHOR: register_background
         // `bash` again, now able to leave a command running and answer at
         // once. It takes the base tool's place, first in the list.
-        let background = BackgroundTasks::new(setup.notices.clone());
+        let background = BackgroundTasks::new(setup.notices().clone());
         background::tool::register(&mut tools, &background);
         // ANCHOR_END: register_background
         let todos = TodoTracker::new();
@@ -55,7 +55,7 @@ impl LessonHooks {
         // ANCHOR: register_skills
         // The skills: their catalog to the system prompt, `load_skill` to
         // the tools.
-        let skills = skills::load(&options.skills, setup.workspace.root(), &setup.notices)?;
+        let skills = skills::load(&options.skills, setup.workspace().root(), setup.notices())?;
         let skill_catalog = skills.catalog();
         skills::register_tool(&mut tools, skills);
         // ANCHOR_END: register_skills
@@ -63,8 +63,8 @@ impl LessonHooks {
         // Subagents think with the parent's model, behind the parent's hooks,
         // and compact their own histories by the parent's thresholds.
         let subagent = Subagent::new(
-            setup.model.clone(),
-            setup.model_id.clone(),
+            setup.model().clone(),
+            setup.model_id().to_owned(),
             compactor.config.clone(),
         );
         subagent::register(&mut tools, subagent, registry.clone());
@@ -74,8 +74,8 @@ impl LessonHooks {
         // lesson 15 on, by every agent working here). The lead's tools
         // know its team, to keep it from completing a teammate's task.
         let board = TaskBoard::new(
-            setup.workspace.root().join(TASKS_DIR),
-            setup.notices.clone(),
+            setup.workspace().root().join(TASKS_DIR),
+            setup.notices().clone(),
         );
         let roster = Roster::default();
         tasks::tools::register(&mut tools, &board, &Caller::Lead(roster.clone()));
@@ -83,7 +83,11 @@ impl LessonHooks {
         // ANCHOR: register_cron
         // The scheduler of this workspace: durable jobs are loaded now, and
         // the three cron tools work on it.
-        let cron = CronScheduler::new(setup.workspace.root(), options.clock, setup.notices.clone());
+        let cron = CronScheduler::new(
+            setup.workspace().root(),
+            options.clock,
+            setup.notices().clone(),
+        );
         cron::tools::register(&mut tools, &cron);
         // ANCHOR_END: register_cron
         // ANCHOR: register_team
@@ -91,31 +95,31 @@ impl LessonHooks {
         // lead's hooks, and talk through mailboxes in the workspace.
         // Keyed by the team's name, so another team's lead in this
         // workspace never reads this team's mail.
-        let mailboxes = team::mailbox_dir(setup.workspace.root(), &options.team)
+        let mailboxes = team::mailbox_dir(setup.workspace().root(), &options.team)
             .map_err(|error| anyhow::anyhow!("invalid team name: {error}"))?;
         let team = Team::new(team::Shared {
             bus: MessageBus::new(mailboxes),
             protocols: Protocols::new(),
             roster,
             board,
-            model: setup.model.clone(),
-            model_id: setup.model_id.clone(),
+            model: setup.model().clone(),
+            model_id: setup.model_id().to_owned(),
             compact: compactor.config.clone(),
             registry: registry.clone(),
-            context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            context: ToolContext::new(setup.workspace().clone(), setup.notices().clone()),
         });
         team::tools::register(&mut tools, &team);
         // ANCHOR_END: register_team
         Ok(Self {
             tools,
-            context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            context: ToolContext::new(setup.workspace().clone(), setup.notices().clone()),
             registry,
             todos,
             skill_catalog,
             compactor,
             // Memory's side queries go through the agent's own model.
             memory: MemorySystem::new(setup),
-            prompt: PromptAssembler::new(setup.notices.clone()),
+            prompt: PromptAssembler::new(setup.notices().clone()),
             recovery,
             background,
             cron,

@@ -187,9 +187,12 @@ async fn three_hundred_turns_of_large_results_stay_under_the_threshold() {
     // it before a summary.
     let output_chars = Arc::new(AtomicUsize::new(0));
     let counted = output_chars.clone();
-    agent.hooks.registry().on_post_tool_use(move |_, output| {
-        counted.fetch_add(output.text.len(), Ordering::Relaxed);
-    });
+    agent
+        .hooks_mut()
+        .registry()
+        .on_post_tool_use(move |_, output| {
+            counted.fetch_add(output.text.len(), Ordering::Relaxed);
+        });
 
     let mut history: Vec<Message> = Vec::new();
     let mut notices = Vec::new();
@@ -252,6 +255,6 @@ async fn three_hundred_turns_of_large_results_stay_under_the_threshold() {
         .filter(|notice| notice.starts_with("tool-result budget:"))
         .count();
     assert_eq!(budgeted, large_rounds, "{notices:#?}");
-    let compactor = agent.hooks.compactor();
+    let compactor = agent.hooks_mut().compactor();
     assert_eq!(compactor.summary_failures(), 0);
 }

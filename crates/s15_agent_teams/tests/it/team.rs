@@ -96,7 +96,7 @@ impl Events {
         let lines = &mut self.lines;
         let collected = tokio::time::timeout(DEADLINE, async {
             while !done(&lines[start..]) {
-                let events = agent.hooks.idle_work().await;
+                let events = agent.hooks_mut().idle_work().await;
                 assert!(events.starts_with("[Team events]\n"), "{events}");
                 lines.extend(events.lines().skip(1).map(str::to_string));
             }
@@ -115,7 +115,7 @@ impl Events {
 /// the next model call finds events by construction.
 fn add_wait_tool(agent: &mut Agent<lesson::LessonHooks>, dir: &Path) {
     let bus = MessageBus::new(mailbox_dir(dir, DEFAULT_TEAM).unwrap());
-    agent.hooks.tool_registry().register(
+    agent.hooks_mut().tool_registry().register(
         ToolSpec::new(
             "wait_for_team",
             "Test tool: waits for mail to the lead.",
@@ -202,8 +202,8 @@ async fn four_teammates_send_two_hundred_messages_each_and_the_lead_gets_each_on
         );
     }
     // Nothing is left over to deliver again.
-    assert!(agent.hooks.team().take_events().is_none());
-    let roster = agent.hooks.team().list();
+    assert!(agent.hooks().team().take_events().is_none());
+    let roster = agent.hooks().team().list();
     assert_eq!(roster.len(), 4);
     for member in roster {
         assert_eq!(member.status, Status::Idle, "{member:?}");
@@ -292,7 +292,7 @@ async fn a_teammate_starts_only_when_the_user_confirms() {
     let asked = approver.asked();
     assert_eq!(asked.len(), 1);
     assert!(asked[0].reason.contains("teammate"), "{:?}", asked[0]);
-    assert!(agent.hooks.team().list().is_empty());
+    assert!(agent.hooks().team().list().is_empty());
 }
 
 #[tokio::test]
@@ -329,7 +329,7 @@ async fn shutdown_is_settled_by_request_id_and_stray_replies_change_nothing() {
         lines,
         ["docs → lead (shutdown_response): docs accepted shutdown req_0001"]
     );
-    let docs = agent.hooks.team().list().pop().unwrap();
+    let docs = agent.hooks().team().list().pop().unwrap();
     assert_eq!(docs.status, Status::ShutDown);
 
     // A second reply to the same request, one to a request nobody made,
@@ -361,7 +361,7 @@ async fn shutdown_is_settled_by_request_id_and_stray_replies_change_nothing() {
         "{lines:?}"
     );
     let request = agent
-        .hooks
+        .hooks()
         .team()
         .shared()
         .protocols
@@ -426,7 +426,7 @@ async fn a_teammate_under_plan_approval_cannot_change_files_until_the_lead_appro
         "{lines:?}"
     );
     assert_eq!(
-        agent.hooks.team().list()[0].status,
+        agent.hooks().team().list()[0].status,
         Status::AwaitingApproval
     );
     // The gate held: neither the write nor the command ran.
@@ -531,7 +531,7 @@ async fn teammates_still_working_at_exit_are_stopped_and_reported() {
         .unwrap();
     // Wait until the teammate is inside its command.
     tokio::time::timeout(DEADLINE, async {
-        while agent.hooks.team().list()[0].status != Status::Working {
+        while agent.hooks().team().list()[0].status != Status::Working {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
@@ -549,7 +549,7 @@ async fn teammates_still_working_at_exit_are_stopped_and_reported() {
         recorder.notices
     );
     assert!(matches!(
-        agent.hooks.team().list()[0].status,
+        agent.hooks().team().list()[0].status,
         Status::Stopped(_)
     ));
 }
@@ -627,7 +627,7 @@ async fn the_lead_asks_a_working_teammate_for_a_plan_and_it_answers_through_the_
         "{lines:?}"
     );
     assert_eq!(
-        agent.hooks.team().list()[0].status,
+        agent.hooks().team().list()[0].status,
         Status::AwaitingApproval
     );
     let requests = model.agent_requests(&teammate("cfg"));
@@ -662,7 +662,7 @@ async fn the_lead_asks_a_working_teammate_for_a_plan_and_it_answers_through_the_
         "approved"
     );
     let request = agent
-        .hooks
+        .hooks()
         .team()
         .shared()
         .protocols
@@ -699,7 +699,7 @@ async fn mail_that_comes_with_a_shutdown_request_stays_in_the_inbox() {
         .await
         .0
         .unwrap();
-    let team = agent.hooks.team().clone();
+    let team = agent.hooks().team().clone();
     team.send(LEAD, "docs", "Also update the changelog.")
         .unwrap();
     let request = team.request_shutdown("docs").unwrap();
@@ -716,7 +716,7 @@ async fn mail_that_comes_with_a_shutdown_request_stays_in_the_inbox() {
             .any(|line| line.ends_with(&format!("docs accepted shutdown {}", request.request_id))),
         "{lines:?}"
     );
-    assert_eq!(agent.hooks.team().list()[0].status, Status::ShutDown);
+    assert_eq!(agent.hooks().team().list()[0].status, Status::ShutDown);
     // The message was not lost with the teammate: it is still in its inbox,
     // and the lead was told so.
     let left = team.shared().bus.take("docs").unwrap();
@@ -757,19 +757,19 @@ async fn two_teams_in_one_workspace_keep_their_mail_apart_and_a_restarted_lead_f
     let blue = lead_of("blue");
     report("red", "red's result");
     report("blue", "blue's result");
-    let red_events = red.hooks.team().take_events().unwrap();
+    let red_events = red.hooks().team().take_events().unwrap();
     assert!(red_events.contains("red's result"), "{red_events}");
     assert!(!red_events.contains("blue's result"), "{red_events}");
-    let blue_events = blue.hooks.team().take_events().unwrap();
+    let blue_events = blue.hooks().team().take_events().unwrap();
     assert!(blue_events.contains("blue's result"), "{blue_events}");
     assert!(!blue_events.contains("red's result"), "{blue_events}");
 
     // Red's lead restarts; mail sent meanwhile waits for it, not for blue.
     drop(red);
     report("red", "sent while red's lead was away");
-    assert_eq!(blue.hooks.team().take_events(), None);
+    assert_eq!(blue.hooks().team().take_events(), None);
     let red = lead_of("red");
-    let events = red.hooks.team().take_events().unwrap();
+    let events = red.hooks().team().take_events().unwrap();
     assert!(
         events.contains("sent while red's lead was away"),
         "{events}"

@@ -109,7 +109,7 @@ async fn three_teammates_complete_thirty_tasks_each_once_and_never_before_their_
         loop {
             reports.extend(
                 agent
-                    .notices
+                    .notices()
                     .take()
                     .into_iter()
                     .filter(|notice| notice.tag == "tasks")
@@ -169,11 +169,11 @@ async fn an_empty_board_keeps_the_team_idle_and_quiet() {
         .unwrap();
     // Ten minutes of (paused, auto-advancing) time with nothing to do.
     tokio::time::sleep(Duration::from_secs(600)).await;
-    let scans = agent.hooks.team().shared().scans.get();
+    let scans = agent.hooks().team().shared().scans.get();
     // With pauses doubling from 1 s to 30 s, about 24 scans a teammate.
     assert!(scans > 3, "they looked: {scans}");
     assert!(scans <= 3 * 30, "they did not spin: {scans} scans");
-    for member in agent.hooks.team().list() {
+    for member in agent.hooks().team().list() {
         assert_eq!(member.status, lesson::team::Status::Idle, "{member:?}");
     }
 }
@@ -181,7 +181,7 @@ async fn an_empty_board_keeps_the_team_idle_and_quiet() {
 /// Waits (in the test's paused time) until every teammate is idle.
 async fn until_idle(agent: &Agent<lesson::LessonHooks>) {
     while agent
-        .hooks
+        .hooks()
         .team()
         .list()
         .iter()
@@ -220,7 +220,7 @@ async fn an_idle_teammate_reads_the_board_once_a_pause_and_claims_new_work_at_it
         .0
         .unwrap();
     until_idle(&agent).await;
-    let scans = agent.hooks.team().shared().scans.clone();
+    let scans = agent.hooks().team().shared().scans.clone();
 
     // Twenty pauses with nothing on the board: about twenty reads, not
     // thousands.
@@ -260,7 +260,7 @@ async fn after_a_long_idle_spell_new_work_is_claimed_within_the_longest_pause() 
         .unwrap();
     until_idle(&agent).await;
     // An hour idle: the pause has long reached its maximum, and stays there.
-    let scans = agent.hooks.team().shared().scans.clone();
+    let scans = agent.hooks().team().shared().scans.clone();
     tokio::time::sleep(Duration::from_secs(3600)).await;
     let idle_scans = scans.get();
     // 1 + 2 + 4 + 8 + 16 s, then one scan every 30 s.
@@ -324,7 +324,7 @@ async fn a_task_whose_owner_died_is_reclaimed_when_its_lease_expires_and_the_lea
             .iter()
             .any(|line: &String| line.contains("(result): Done."))
         {
-            let events = agent.hooks.idle_work().await;
+            let events = agent.hooks_mut().idle_work().await;
             seen.extend(events.lines().map(str::to_string));
         }
     })

@@ -152,7 +152,7 @@ async fn the_first_request_holds_the_sections_in_one_block_with_one_breakpoint()
     insta::assert_snapshot!("first_request_system", system);
     assert_eq!(shown.notices_tagged("prompt"), [ASSEMBLED]);
     assert_eq!(
-        agent.hooks.prompt().stats(),
+        agent.hooks().prompt().stats(),
         Stats {
             assembled: 1,
             hits: 0
@@ -170,20 +170,20 @@ async fn the_tools_section_names_the_tools_the_model_is_offered_sorted() {
     let one = turn(&mut agent, &mut history, "one").await;
     // Take todo_write away: the tools section loses it, and the planning
     // section, which would tell the model to call it, is left out.
-    assert!(agent.hooks.tool_registry().unregister("todo_write"));
+    assert!(agent.hooks_mut().tool_registry().unregister("todo_write"));
     let two = turn(&mut agent, &mut history, "two").await;
     // A new tool appears in the list in its sorted place.
-    agent.hooks.tool_registry().register(
+    agent.hooks_mut().tool_registry().register(
         ToolSpec::new("echo_back", "Echoes its input.", json!({"type": "object"})),
         |input, _| async move { ToolOutput::ok(input.to_string()) },
     );
     let three = turn(&mut agent, &mut history, "three").await;
     // Registering bash again moves it to the end of the tool specs, but the
     // set of tools is the same, so the prompt is too.
-    let bash = agent.hooks.tool_registry().specs()[0].clone();
+    let bash = agent.hooks_mut().tool_registry().specs()[0].clone();
     assert_eq!(bash.name, "bash");
     agent
-        .hooks
+        .hooks_mut()
         .tool_registry()
         .register(bash, |_, _| async { ToolOutput::ok("") });
     let four = turn(&mut agent, &mut history, "four").await;
@@ -232,13 +232,13 @@ async fn the_tools_section_names_the_tools_the_model_is_offered_sorted() {
     );
     assert_eq!(four.notices_tagged("prompt"), [CACHE_HIT]);
     assert_eq!(
-        agent.hooks.prompt().stats(),
+        agent.hooks().prompt().stats(),
         Stats {
             assembled: 3,
             hits: 1
         }
     );
-    assert!(!agent.hooks.tool_registry().unregister("todo_write"));
+    assert!(!agent.hooks_mut().tool_registry().unregister("todo_write"));
 }
 
 #[tokio::test]
@@ -294,7 +294,7 @@ async fn the_memory_section_is_there_only_while_the_store_lists_a_memory() {
         ]
     );
     assert_eq!(
-        agent.hooks.prompt().stats(),
+        agent.hooks().prompt().stats(),
         Stats {
             assembled: 3,
             hits: 2
@@ -355,7 +355,7 @@ async fn the_prompt_is_the_same_bytes_on_every_call_while_its_inputs_do_not_chan
     );
     assert_eq!(second_turn.notices_tagged("prompt"), [CACHE_HIT; 2]);
     assert_eq!(
-        agent.hooks.prompt().stats(),
+        agent.hooks().prompt().stats(),
         Stats {
             assembled: 1,
             hits: 10
@@ -363,8 +363,8 @@ async fn the_prompt_is_the_same_bytes_on_every_call_while_its_inputs_do_not_chan
     );
     // The key is a pure function of the sections: computing it again from
     // the same state gives the one the assembler stored.
-    let key = PromptKey::of(&agent.hooks.prompt_sections());
-    assert_eq!(agent.hooks.prompt().key(), Some(key));
+    let key = PromptKey::of(&agent.hooks().prompt_sections());
+    assert_eq!(agent.hooks().prompt().key(), Some(key));
 }
 
 fn base_sections() -> Vec<Section> {

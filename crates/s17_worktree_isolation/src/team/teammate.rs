@@ -503,12 +503,12 @@ fn agent_for(
         &shared.autonomy,
         held,
     );
-    let setup = Setup {
-        workspace: context.workspace.clone(),
-        model: shared.model.clone(),
-        model_id: shared.model_id.clone(),
-        notices: own_notices.clone(),
-    };
+    let setup = Setup::new(
+        context.workspace.clone(),
+        shared.model.clone(),
+        shared.model_id.clone(),
+    )
+    .with_notices(own_notices.clone());
     let hooks = TeammateHooks {
         name: spec.name.clone(),
         role: spec.role.clone(),
@@ -523,10 +523,10 @@ fn agent_for(
     };
     let mut agent =
         Agent::new(shared.model.clone(), shared.model_id.clone(), hooks).with_notices(own_notices);
-    agent.limits = Limits {
+    agent.set_limits(Limits {
         max_rounds: Some(TEAMMATE_MAX_ROUNDS),
         ..Limits::default()
-    };
+    });
     agent
 }
 

@@ -256,7 +256,7 @@ async fn until_heard(
         .collect();
     let heard = tokio::time::timeout(DEADLINE, async {
         while !seen.iter().any(|heard| heard.contains(line)) {
-            let events = agent.hooks.idle_work().await;
+            let events = agent.hooks_mut().idle_work().await;
             seen.extend(events.lines().map(str::to_string));
         }
     })

@@ -98,7 +98,7 @@ async fn task_is_an_entry_of_the_dispatch_map() {
     assert_eq!(recorder.results.len(), 1);
 
     // Taken out of the map, it is neither offered nor run.
-    assert!(agent.hooks.tool_registry().unregister(TASK_TOOL));
+    assert!(agent.hooks_mut().tool_registry().unregister(TASK_TOOL));
     let (outcome, recorder) = go(&mut agent, &mut history).await;
     outcome.unwrap();
     assert_eq!(model.remaining(), 0, "no subagent made a request");
@@ -467,7 +467,7 @@ async fn hooks_added_to_the_registry_see_and_can_block_the_subagents_calls() {
     let post = Arc::new(Mutex::new(Vec::new()));
     let seen = post.clone();
     {
-        let mut registry = agent.hooks.registry();
+        let mut registry = agent.hooks_mut().registry();
         registry.on_pre_tool_use(|call| {
             (call.input["path"] == "secret.txt").then(|| "Blocked by policy.".to_string())
         });
@@ -539,7 +539,7 @@ async fn cancelling_the_parent_drops_the_subagent_and_keeps_the_history_valid() 
     // Press Ctrl-C, in effect, the moment the subagent's command starts.
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
-    agent.hooks.registry().on_pre_tool_use(move |call| {
+    agent.hooks_mut().registry().on_pre_tool_use(move |call| {
         if call.name == "bash" {
             trigger.cancel();
         }

@@ -44,7 +44,11 @@ impl LessonHooks {
         // ANCHOR: register_mcp_gate
         // The MCP servers of the workspace, known before the hooks: the
         // permission gate asks by what each server says of its tools.
-        let mcp = McpHub::new(setup.workspace.root(), setup.notices.clone(), options.mcp);
+        let mcp = McpHub::new(
+            setup.workspace().root(),
+            setup.notices().clone(),
+            options.mcp,
+        );
         // A rule for a server no configuration names matches nothing:
         // likely a typo, so say so now rather than never.
         for rule in options
@@ -52,7 +56,7 @@ impl LessonHooks {
             .permissions
             .unknown_mcp_servers(&mcp.configured())
         {
-            setup.notices.emit(
+            setup.notices().emit(
                 mcp::MCP_TAG,
                 format!(
                     "the permission rule {rule} names an MCP server that is not configured, \
@@ -69,15 +73,15 @@ impl LessonHooks {
             &mut registry,
             &options.settings.hooks,
             &HookEnv {
-                cwd: setup.workspace.root().to_path_buf(),
+                cwd: setup.workspace().root().to_path_buf(),
                 session_id: session_id(),
-                notices: setup.notices.clone(),
+                notices: setup.notices().clone(),
             },
         );
         builtin_hooks::register(
             &mut registry,
-            &setup.workspace,
-            &setup.notices,
+            setup.workspace(),
+            setup.notices(),
             options.approver,
             &mcp,
             options.settings.permissions.clone(),
@@ -88,7 +92,7 @@ impl LessonHooks {
         // ANCHOR: register_background
         // `bash` again, now able to leave a command running and answer at
         // once. It takes the base tool's place, first in the list.
-        let background = BackgroundTasks::new(setup.notices.clone());
+        let background = BackgroundTasks::new(setup.notices().clone());
         background::tool::register(&mut tools, &background);
         // ANCHOR_END: register_background
         let todos = TodoTracker::new();
@@ -99,7 +103,7 @@ impl LessonHooks {
         // ANCHOR: register_skills
         // The skills: their catalog to the system prompt, `load_skill` to
         // the tools.
-        let skills = skills::load(&options.skills, setup.workspace.root(), &setup.notices)?;
+        let skills = skills::load(&options.skills, setup.workspace().root(), setup.notices())?;
         let skill_catalog = skills.catalog();
         let skills_found = skills
             .dir()
@@ -110,8 +114,8 @@ impl LessonHooks {
         // Subagents think with the parent's model, behind the parent's hooks,
         // and compact their own histories by the parent's thresholds.
         let subagent = Subagent::new(
-            setup.model.clone(),
-            setup.model_id.clone(),
+            setup.model().clone(),
+            setup.model_id().to_owned(),
             compactor.config.clone(),
         );
         subagent::register(&mut tools, subagent, registry.clone());
@@ -121,8 +125,8 @@ impl LessonHooks {
         // lesson 15 on, by every agent working here). The lead's tools
         // know its team, to keep it from completing a teammate's task.
         let board = TaskBoard::new(
-            setup.workspace.root().join(TASKS_DIR),
-            setup.notices.clone(),
+            setup.workspace().root().join(TASKS_DIR),
+            setup.notices().clone(),
         );
         let roster = Roster::default();
         tasks::tools::register(&mut tools, &board, &Caller::Lead(roster.clone()));
@@ -130,31 +134,35 @@ impl LessonHooks {
         // ANCHOR: register_cron
         // The scheduler of this workspace: durable jobs are loaded now, and
         // the three cron tools work on it.
-        let cron = CronScheduler::new(setup.workspace.root(), options.clock, setup.notices.clone());
+        let cron = CronScheduler::new(
+            setup.workspace().root(),
+            options.clock,
+            setup.notices().clone(),
+        );
         cron::tools::register(&mut tools, &cron);
         // ANCHOR_END: register_cron
         // ANCHOR: register_worktrees
         // The workspace's git worktrees: the lead's four tools, and the
         // place a teammate's tools run once it holds a bound task.
-        let worktrees = WorktreeManager::new(setup.workspace.root());
+        let worktrees = WorktreeManager::new(setup.workspace().root());
         // ANCHOR_END: register_worktrees
         // ANCHOR: register_team
         // The team: teammates think with the lead's model stack, behind the
         // lead's hooks, and talk through mailboxes in the workspace.
         // Keyed by the team's name, so another team's lead in this
         // workspace never reads this team's mail.
-        let mailboxes = team::mailbox_dir(setup.workspace.root(), &options.team)
+        let mailboxes = team::mailbox_dir(setup.workspace().root(), &options.team)
             .map_err(|error| anyhow::anyhow!("invalid team name: {error}"))?;
         let team = Team::new(team::Shared {
             bus: MessageBus::new(mailboxes),
             protocols: Protocols::new(),
             roster,
             board,
-            model: setup.model.clone(),
-            model_id: setup.model_id.clone(),
+            model: setup.model().clone(),
+            model_id: setup.model_id().to_owned(),
             compact: compactor.config.clone(),
             registry: registry.clone(),
-            context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            context: ToolContext::new(setup.workspace().clone(), setup.notices().clone()),
             autonomy: options.autonomy,
             scans: ScanCount::default(),
             worktrees: worktrees.clone(),
@@ -169,14 +177,14 @@ impl LessonHooks {
         // ANCHOR_END: register_mcp
         Ok(Self {
             tools,
-            context: ToolContext::new(setup.workspace.clone(), setup.notices.clone()),
+            context: ToolContext::new(setup.workspace().clone(), setup.notices().clone()),
             registry,
             todos,
             skill_catalog,
             compactor,
             // Memory's side queries go through the agent's own model.
             memory: MemorySystem::new(setup),
-            prompt: PromptAssembler::new(setup.notices.clone()),
+            prompt: PromptAssembler::new(setup.notices().clone()),
             recovery,
             background,
             cron,
@@ -185,8 +193,8 @@ impl LessonHooks {
             mcp_sync: McpSync::default(),
             settings: options.settings,
             stop_continuations: 0,
-            model_id: setup.model_id.clone(),
-            provider: setup.model.provider().to_string(),
+            model_id: setup.model_id().to_owned(),
+            provider: setup.model().provider().to_string(),
             skills_found,
         })
     }

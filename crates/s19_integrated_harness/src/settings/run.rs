@@ -76,6 +76,7 @@ fn run_blocking(command: &str, input: &str, cwd: &Path, timeout: Duration) -> Ra
     let stdout = child.stdout.take().map(reader);
     let stderr = child.stderr.take().map(reader);
 
+    // ANCHOR: exercise-s19-wait
     let deadline = Instant::now() + timeout;
     let status: Option<ExitStatus> = loop {
         match child.try_wait() {
@@ -104,6 +105,7 @@ fn run_blocking(command: &str, input: &str, cwd: &Path, timeout: Duration) -> Ra
         },
         None => Ran::TimedOut,
     }
+    // ANCHOR_END: exercise-s19-wait
 }
 
 /// Reads a pipe to its end on a thread of its own.

@@ -106,13 +106,13 @@ impl Compactor {
     pub fn new(setup: &Setup, config: CompactConfig) -> Self {
         Self {
             config,
-            root: setup.workspace.root().to_path_buf(),
-            model: setup.model.clone(),
-            model_id: setup.model_id.clone(),
+            root: setup.workspace().root().to_path_buf(),
+            model: setup.model().clone(),
+            model_id: setup.model_id().to_owned(),
             flags: Arc::new(Flags::default()),
             failures: 0,
             current_request: None,
-            notices: setup.notices.clone(),
+            notices: setup.notices().clone(),
         }
     }
 
@@ -171,6 +171,7 @@ impl Compactor {
     /// then a summary if the history is still over the threshold or the
     /// model asked for one.
     pub async fn before_model_call(&mut self, history: &mut Vec<Message>) -> PipelineReport {
+        // ANCHOR: exercise-s08-pipeline
         let config = &self.config;
         // The order matters: the budget keeps full text on disk, so it runs
         // before the layers that throw text away.
@@ -201,6 +202,7 @@ impl Compactor {
             report.summary = Some(outcome);
         }
         report
+        // ANCHOR_END: exercise-s08-pipeline
     }
 
     /// Layer 4 over the whole history.

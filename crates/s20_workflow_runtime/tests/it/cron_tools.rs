@@ -57,7 +57,7 @@ fn results(history: &[Message]) -> Vec<(String, bool)> {
 async fn ready_now(agent: &mut shared::agent::Agent<lesson::LessonHooks>) -> Option<String> {
     tokio::select! {
         biased;
-        work = agent.hooks.idle_work() => Some(work),
+        work = agent.hooks_mut().idle_work() => Some(work),
         () = std::future::ready(()) => None,
     }
 }
@@ -221,13 +221,13 @@ async fn a_job_that_comes_due_is_delivered_when_idle_as_a_scheduled_prompt() {
 
     // Not due yet: ticking at 11:04 queues nothing.
     clock.set(at("2026-12-01T10:04:59Z"));
-    assert_eq!(agent.hooks.cron().tick(), 0);
+    assert_eq!(agent.hooks().cron().tick(), 0);
     assert_eq!(ready_now(&mut agent).await, None);
 
     // 11:05: due. The queue holds it until the agent is idle.
     clock.set(at("2026-12-01T10:05:00Z"));
-    assert_eq!(agent.hooks.cron().tick(), 1);
-    assert_eq!(agent.hooks.cron().tick(), 0, "once per minute mark");
+    assert_eq!(agent.hooks().cron().tick(), 1);
+    assert_eq!(agent.hooks().cron().tick(), 0, "once per minute mark");
     let work = ready_now(&mut agent).await.expect("due work is ready");
     assert_eq!(work, "[Scheduled] check the build");
     assert_eq!(ready_now(&mut agent).await, None, "delivered once");
@@ -243,7 +243,7 @@ async fn a_job_that_comes_due_is_delivered_when_idle_as_a_scheduled_prompt() {
         "[Scheduled] check the build"
     );
     // A recurring job stays.
-    assert_eq!(agent.hooks.cron().list().len(), 1);
+    assert_eq!(agent.hooks().cron().list().len(), 1);
 }
 
 #[tokio::test]
@@ -310,8 +310,8 @@ async fn durable_jobs_survive_a_restart_and_bad_entries_are_reported_and_skipped
     // the file when it is delivered, so the next session does not fire it
     // again.
     clock.set(at("2026-12-01T07:30:00Z"));
-    assert_eq!(agent.hooks.cron().tick(), 1);
-    assert_eq!(agent.hooks.cron().queued()[0].prompt, "once");
+    assert_eq!(agent.hooks().cron().tick(), 1);
+    assert_eq!(agent.hooks().cron().queued()[0].prompt, "once");
     assert_eq!(ready_now(&mut agent).await.unwrap(), "[Scheduled] once");
     assert_eq!(on_disk(dir.path()), ["cron_0003"]);
 
@@ -319,7 +319,7 @@ async fn durable_jobs_survive_a_restart_and_bad_entries_are_reported_and_skipped
     // next fire time at 09:00 local.
     drop(agent);
     let (again, _) = agent_on(dir.path(), clock.clone(), vec![]);
-    let listed = again.hooks.cron().list();
+    let listed = again.hooks().cron().list();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].job.id, "cron_0003");
     assert_eq!(listed[0].next, Some(at("2026-12-01T08:00:00Z")));
@@ -521,7 +521,7 @@ async fn the_ticker_fires_at_each_minute_mark_while_the_agent_waits() {
     let start = tokio::time::Instant::now();
     let mut seen = Vec::new();
     for _ in 0..3 {
-        let work = agent.hooks.idle_work().await;
+        let work = agent.hooks_mut().idle_work().await;
         seen.push((work, start.elapsed().as_secs()));
     }
     assert_eq!(

@@ -489,7 +489,7 @@ async fn a_changed_tool_list_is_listed_again_and_the_pool_follows() {
         Reply::text("done"),
     ]));
     let mut agent = support::agent_with(dir.path(), model.clone(), support::options());
-    let hub = agent.hooks.mcp().clone();
+    let hub = agent.hooks().mcp().clone();
     let mut history = Vec::new();
     let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
     outcome.unwrap();
@@ -655,7 +655,7 @@ async fn a_server_killed_mid_call_gives_an_error_result_and_the_session_goes_on(
     ]));
     let mut agent = support::agent_with(dir.path(), model.clone(), support::options());
     let mut observer = KillOnWait {
-        hub: agent.hooks.mcp().clone(),
+        hub: agent.hooks().mcp().clone(),
         killed: None,
         recorder: Recorder::default(),
     };
@@ -690,7 +690,7 @@ async fn a_server_killed_mid_call_gives_an_error_result_and_the_session_goes_on(
     // connect_mcp starts it again, and its tools work.
     assert!(!results[3].is_error, "{}", results[3].content);
     assert!(!results[4].is_error, "{}", results[4].content);
-    let new_pid = agent.hooks.mcp().pid("docs").unwrap();
+    let new_pid = agent.hooks().mcp().pid("docs").unwrap();
     assert_ne!(new_pid, killed);
     agent.finish(&mut Recorder::default()).await;
     assert!(!alive(new_pid));
@@ -750,7 +750,7 @@ async fn every_server_is_stopped_when_the_session_ends() {
     outcome.unwrap();
     let pids: Vec<u32> = ["a", "b"]
         .iter()
-        .map(|name| agent.hooks.mcp().pid(name).unwrap())
+        .map(|name| agent.hooks().mcp().pid(name).unwrap())
         .collect();
     assert!(pids.iter().all(|pid| alive(*pid)));
     agent.finish(&mut Recorder::default()).await;

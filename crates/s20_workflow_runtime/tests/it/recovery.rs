@@ -180,7 +180,7 @@ fn ms(millis: u64) -> Duration {
 /// The waits recovery chose so far, in order.
 fn delays(agent: &mut Agent<lesson::LessonHooks>) -> Vec<Duration> {
     agent
-        .hooks
+        .hooks_mut()
         .recovery()
         .events()
         .iter()
@@ -397,7 +397,7 @@ async fn transient_failures_wait_exactly_the_backoff_then_send_the_same_request(
     assert_eq!(sent_messages(&requests[1]).len(), 3);
     validate(&history).unwrap();
     assert_eq!(history.len(), 4);
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events[0].to_string(),
         "502 server error — attempt 2/10 in 500ms"
@@ -472,7 +472,7 @@ async fn retry_after_is_honoured_and_capped() {
         delays(&mut agent),
         [Duration::from_secs(3), Duration::from_secs(60)]
     );
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events[0].to_string(),
         "429 rate limited — attempt 2/10 in 3.0s (retry-after)"
@@ -511,7 +511,7 @@ async fn after_ten_attempts_the_error_ends_the_turn_with_a_valid_history() {
         start.elapsed(),
         ms(500 + 1000 + 2000 + 4000 + 8000 + 16000 + 32000 * 3)
     );
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events.last().unwrap().to_string(),
         "529 overloaded — giving up after 10 attempts"
@@ -566,7 +566,7 @@ async fn errors_a_retry_cannot_fix_are_returned_at_once() {
         assert_eq!(model.requests().len(), 1, "{label}");
         assert_eq!(model.remaining(), 1, "{label}");
         assert_eq!(start.elapsed(), Duration::ZERO, "{label}");
-        let events = agent.hooks.recovery().events();
+        let events = agent.hooks_mut().recovery().events();
         assert_eq!(
             events,
             [RecoveryEvent::NotRetried {
@@ -634,8 +634,8 @@ async fn three_overloads_in_a_row_switch_the_rest_of_the_turn_to_the_fallback() 
     // Memory's extraction goes through the same model stack, so it asks
     // the turn's fallback too.
     assert_eq!(models(&model.side_requests()), [FALLBACK]);
-    assert!(agent.hooks.recovery().on_fallback());
-    let events = agent.hooks.recovery().events();
+    assert!(agent.hooks_mut().recovery().on_fallback());
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events[2],
         RecoveryEvent::Fallback {
@@ -658,7 +658,7 @@ async fn three_overloads_in_a_row_switch_the_rest_of_the_turn_to_the_fallback() 
     assert_eq!(models(&model.requests())[5], PRIMARY);
     assert_eq!(models(&model.side_requests()), [FALLBACK, PRIMARY]);
     assert_eq!(model.remaining(), 0);
-    assert!(!agent.hooks.recovery().on_fallback());
+    assert!(!agent.hooks_mut().recovery().on_fallback());
 }
 
 #[tokio::test(start_paused = true)]
@@ -745,8 +745,8 @@ async fn a_reply_or_another_failure_resets_the_overload_count() {
             .iter()
             .all(|id| id == PRIMARY)
     );
-    assert!(!agent.hooks.recovery().on_fallback());
-    let events = agent.hooks.recovery().events();
+    assert!(!agent.hooks_mut().recovery().on_fallback());
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(events.len(), 7, "{events:?}");
     assert!(
         events
@@ -806,7 +806,7 @@ async fn max_tokens_escalates_once_then_continues_three_times_then_stops() {
         .collect();
     assert_eq!(texts, ["part 1", "part 2", "part 3", "part 4"]);
     assert_eq!(history.len(), 8);
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events[0],
         RecoveryEvent::Escalated {
@@ -908,7 +908,7 @@ async fn a_tool_call_cut_off_by_max_tokens_is_dropped_not_run_and_the_model_is_t
         sent_messages(&request);
     }
     let dropped: Vec<Vec<String>> = agent
-        .hooks
+        .hooks_mut()
         .recovery()
         .events()
         .iter()
@@ -971,7 +971,7 @@ async fn a_refused_escalation_continues_the_cut_reply_and_the_cap_is_remembered(
     assert_eq!(limits(&requests), [8000, 64000, 32000]);
     assert_eq!(requests[1]["messages"], requests[0]["messages"]);
     assert_eq!(sent_messages(&requests[2])[..3], history[..3]);
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events,
         [
@@ -998,7 +998,10 @@ async fn a_refused_escalation_continues_the_cut_reply_and_the_cap_is_remembered(
         ]
     );
     assert_shown(&recorder, &events);
-    assert_eq!(agent.hooks.recovery().output_cap(PRIMARY), Some(32000));
+    assert_eq!(
+        agent.hooks_mut().recovery().output_cap(PRIMARY),
+        Some(32000)
+    );
 
     // The cap holds for the session: the next turn's escalation stops there.
     let (outcome, recorder) = turn(&mut agent, &mut history, "again").await;
@@ -1047,7 +1050,7 @@ async fn a_refusal_that_states_no_cap_ends_escalation_for_the_session() {
         "{:?}",
         recorder.notices
     );
-    assert_eq!(agent.hooks.recovery().output_cap(PRIMARY), Some(8000));
+    assert_eq!(agent.hooks_mut().recovery().output_cap(PRIMARY), Some(8000));
 
     let (outcome, recorder) = turn(&mut agent, &mut history, "again").await;
     assert_eq!(outcome.unwrap().final_text, "the end.");
@@ -1138,7 +1141,7 @@ async fn any_other_refusal_of_the_escalated_request_is_still_the_error() {
         "{outcome:?}"
     );
     assert_eq!(model.remaining(), 0);
-    assert_eq!(agent.hooks.recovery().output_cap(PRIMARY), None);
+    assert_eq!(agent.hooks_mut().recovery().output_cap(PRIMARY), None);
     validate(&history).unwrap();
 }
 
@@ -1218,7 +1221,7 @@ async fn prompt_too_long_is_compacted_once_even_between_retries() {
     // The compacted request is a different request, so its overload is
     // the first failure of its own: the same first wait again.
     assert_eq!(delays(&mut agent), [ms(500), ms(500)]);
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events
             .iter()
@@ -1258,7 +1261,7 @@ async fn a_second_prompt_too_long_after_compaction_is_the_error() {
     assert_eq!(model.remaining(), 1);
     // One summary, no extraction: the turn did not end well.
     assert_eq!(model.side_requests().len(), 1);
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events,
         [RecoveryEvent::Compacting, RecoveryEvent::StillTooLong]
@@ -1296,7 +1299,7 @@ async fn a_stream_cut_mid_reply_is_retried_whole_and_only_the_whole_reply_is_kep
     assert_eq!(requests.len(), 3);
     assert_eq!(requests[1], requests[0]);
     assert_eq!(requests[2], requests[0]);
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     let restreams: Vec<bool> = events
         .iter()
         .map(|event| match event {
@@ -1357,8 +1360,8 @@ async fn a_rate_limited_summary_call_waits_and_is_sent_again() {
             .text()
             .contains("SUMMARY: the model asked to compact")
     );
-    assert_eq!(agent.hooks.compactor().summary_failures(), 0);
-    let events = agent.hooks.recovery().events();
+    assert_eq!(agent.hooks_mut().compactor().summary_failures(), 0);
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events[0].to_string(),
         "429 rate limited — attempt 2/10 in 500ms"
@@ -1406,7 +1409,7 @@ async fn memory_side_queries_are_retried_like_the_loops_calls() {
     assert!(side[0].to_string().contains(RECALL_QUERY));
     assert_eq!(side[3], side[2]);
     assert!(side[2].to_string().contains(EXTRACTION_QUERY));
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events.iter().map(ToString::to_string).collect::<Vec<_>>(),
         [
@@ -1467,7 +1470,7 @@ async fn a_subagents_overloaded_call_is_retried_inside_its_task() {
     );
     assert_eq!(delays(&mut agent), [ms(500)]);
     // Recovery reports into the parent's notices directly, tagged as its own.
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events[0].to_string(),
         "529 overloaded — attempt 2/10 in 500ms"
@@ -1569,7 +1572,7 @@ async fn over_the_wire_a_429_on_the_summary_call_is_retried_and_the_turn_succeed
     assert!(first.starts_with("[Reactive compact]"), "{first}");
     assert!(first.contains("SUMMARY: the user said hello"), "{first}");
     assert!(received[4].json().get("tools").is_none());
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events.iter().map(ToString::to_string).collect::<Vec<_>>(),
         [
@@ -1624,7 +1627,7 @@ async fn over_the_wire_a_429_on_memory_recall_and_extraction_is_retried() {
             "extracted 1 new memory: user-likes-short-answers"
         ]
     );
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(events.len(), 2);
     for event in &events {
         assert_eq!(event.to_string(), "429 rate limited — attempt 2/10 in 1ms");
@@ -1681,7 +1684,7 @@ async fn over_the_wire_a_429_on_a_subagent_call_is_retried() {
         text.starts_with("[subagent finished in 2 rounds]") && text.contains("sub-42"),
         "{text}"
     );
-    let events = agent.hooks.recovery().events();
+    let events = agent.hooks_mut().recovery().events();
     assert_eq!(
         events.iter().map(ToString::to_string).collect::<Vec<_>>(),
         ["429 rate limited — attempt 2/10 in 1ms"]

@@ -390,7 +390,7 @@ fn build(dir: &Path, fake: &Arc<Fake>, concurrency: usize) -> Agent<LessonHooks>
 
 fn start(agent: &Agent<LessonHooks>, name: &str, args: Value, resume: Option<&str>) -> String {
     agent
-        .hooks
+        .hooks()
         .workflows()
         .start(StartRequest {
             name: name.to_string(),
@@ -407,7 +407,7 @@ fn start(agent: &Agent<LessonHooks>, name: &str, args: Value, resume: Option<&st
 async fn next(agent: &Agent<LessonHooks>) -> RunFinished {
     let mut finished = tokio::time::timeout(
         Duration::from_secs(60),
-        agent.hooks.workflows().next_finished(),
+        agent.hooks().workflows().next_finished(),
     )
     .await
     .expect("the run finishes");
@@ -469,7 +469,7 @@ async fn runner_entry() {
     let fake = Arc::new(fake);
     let agent = build(&dir, &fake, 4);
     let resume = std::env::var(RESUME_ENV).ok();
-    let started = agent.hooks.workflows().start(StartRequest {
+    let started = agent.hooks().workflows().start(StartRequest {
         name: "fan-out".to_string(),
         args: Some(json!({})),
         resume_from_run_id: resume,
@@ -483,7 +483,7 @@ async fn runner_entry() {
         // before it counts; the calls after the gate never finish.
         loop {
             let done = agent
-                .notices
+                .notices()
                 .take_progress()
                 .iter()
                 .map(|p| count(&p.status, "done"))
@@ -491,8 +491,8 @@ async fn runner_entry() {
             if done.is_some_and(|done| done >= gate) {
                 break;
             }
-            agent.notices.take();
-            agent.notices.ready().await;
+            agent.notices().take();
+            agent.notices().ready().await;
         }
         println!("{AT_GATE}");
         std::future::pending::<()>().await;
@@ -749,7 +749,7 @@ async fn bad_calls_are_error_results_that_say_what_is_wrong() {
     }
     assert!(texts[3].contains("review-changes"), "{}", texts[3]);
     assert_eq!(fake.calls(), 0, "no agent ran");
-    assert!(!agent.hooks.workflows().has_pending());
+    assert!(!agent.hooks().workflows().has_pending());
 }
 
 #[tokio::test(start_paused = true)]
@@ -773,11 +773,11 @@ async fn the_tool_returns_at_once_while_the_run_goes_on() {
     // The turn is over; the agent is still held, the run still going.
     until(|| fake.started() == ["fan:0"]).await;
     assert!(fake.finished().is_empty());
-    assert_eq!(agent.hooks.workflows().running().len(), 1);
-    assert!(agent.hooks.has_pending_work(), "-p would wait for it");
+    assert_eq!(agent.hooks().workflows().running().len(), 1);
+    assert!(agent.hooks_mut().has_pending_work(), "-p would wait for it");
     // `/status` lists the run, as it lists background commands.
-    let run_id = agent.hooks.workflows().running()[0].0.clone();
-    let status = agent.hooks.slash_command("/status").unwrap();
+    let run_id = agent.hooks().workflows().running()[0].0.clone();
+    let status = agent.hooks_mut().slash_command("/status").unwrap();
     assert!(
         status.contains(&format!("workflows:   1 running\n  {run_id} fan")),
         "{status}"
@@ -785,16 +785,16 @@ async fn the_tool_returns_at_once_while_the_run_goes_on() {
     fake.release("fan:0");
     let finished = next(&agent).await;
     assert_eq!(finished.status, RunStatus::Completed);
-    assert!(!agent.hooks.has_pending_work());
-    let status = agent.hooks.slash_command("/status").unwrap();
+    assert!(!agent.hooks_mut().has_pending_work());
+    let status = agent.hooks_mut().slash_command("/status").unwrap();
     assert!(status.contains("workflows:   0 running"), "{status}");
 }
 
 /// A tool that returns once no run is going: the run's notification is
 /// then queued, and must come after this round's results.
 fn register_wait_tool(agent: &mut Agent<LessonHooks>) {
-    let runtime = agent.hooks.workflows().clone();
-    agent.hooks.tool_registry().register(
+    let runtime = agent.hooks().workflows().clone();
+    agent.hooks_mut().tool_registry().register(
         ToolSpec::new(
             "wait_for_runs",
             "Waits for the runs.",
@@ -852,8 +852,8 @@ async fn the_notification_comes_after_the_rounds_tool_results() {
         "the result's summary: {text}"
     );
     // Told once: nothing is left for the idle path.
-    assert!(agent.hooks.workflows().take_finished().is_empty());
-    assert!(!agent.hooks.has_pending_work());
+    assert!(agent.hooks().workflows().take_finished().is_empty());
+    assert!(!agent.hooks_mut().has_pending_work());
 }
 
 #[tokio::test(start_paused = true)]
@@ -1019,9 +1019,9 @@ async fn a_torn_last_journal_line_is_skipped_with_a_notice_and_its_call_runs_aga
     let text = std::fs::read_to_string(&path).unwrap();
     let cut = text.trim_end().len() - 10;
     std::fs::write(&path, &text[..cut]).unwrap();
-    agent.notices.take();
+    agent.notices().take();
     start(&agent, "fan", json!({"n": 3}), Some(&run_id));
-    let notices = agent.notices.take();
+    let notices = agent.notices().take();
     assert!(
         notices.iter().any(|notice| notice.tag == "workflow"
             && notice.text.contains("line 3: not a journal record")),
@@ -1082,14 +1082,18 @@ async fn a_resume_of_a_running_run_or_of_another_workflow_is_refused() {
         args: None,
         resume_from_run_id: Some(run_id.clone()),
     };
-    let running = agent.hooks.workflows().start(request("fan")).unwrap_err();
+    let running = agent.hooks().workflows().start(request("fan")).unwrap_err();
     assert!(
         running.to_string().contains("is still running"),
         "{running}"
     );
     fake.release("fan:0");
     next(&agent).await;
-    let other = agent.hooks.workflows().start(request("pipe")).unwrap_err();
+    let other = agent
+        .hooks()
+        .workflows()
+        .start(request("pipe"))
+        .unwrap_err();
     assert!(
         other.to_string().contains("is a run of fan, not of pipe"),
         "{other}"
@@ -1109,7 +1113,7 @@ async fn a_run_going_in_another_session_is_not_resumed_there_until_it_ends() {
     let other = Arc::new(Fake::echo(Vec::new()));
     let second = build(dir.path(), &other, 4);
     let refused = second
-        .hooks
+        .hooks()
         .workflows()
         .start(StartRequest {
             name: "fan".to_string(),
@@ -1123,7 +1127,7 @@ async fn a_run_going_in_another_session_is_not_resumed_there_until_it_ends() {
         )),
         "{refused}"
     );
-    assert!(!second.hooks.workflows().has_pending());
+    assert!(!second.hooks().workflows().has_pending());
     // The refusal disturbed nothing: the first session's run goes on.
     fake.release("fan:0");
     let finished = next(&first).await;

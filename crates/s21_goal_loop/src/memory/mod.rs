@@ -68,11 +68,11 @@ impl MemorySystem {
     /// its index is brought in line with the files (someone may have edited
     /// them by hand), and malformed files are reported now.
     pub fn new(setup: &Setup) -> Self {
-        let notices = setup.notices.clone();
-        let store = MemoryStore::in_workspace(&setup.workspace).with_notices(notices.clone());
+        let notices = setup.notices().clone();
+        let store = MemoryStore::in_workspace(setup.workspace()).with_notices(notices.clone());
         let system = Self {
             store,
-            side: SideQuery::new(setup.model.clone(), setup.model_id.clone()),
+            side: SideQuery::new(setup.model().clone(), setup.model_id().to_owned()),
             pending_prompt: None,
             notices,
         };

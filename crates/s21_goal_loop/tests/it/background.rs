@@ -37,9 +37,9 @@ fn in_background(command: &str) -> serde_json::Value {
 /// Adds `open_gate` {name}: creates the gate file, then waits until no
 /// background command runs, so every result is queued when it returns.
 fn add_gate_tool(agent: &mut shared::agent::Agent<lesson::LessonHooks>, dir: &Path) {
-    let tasks: BackgroundTasks = agent.hooks.background().clone();
+    let tasks: BackgroundTasks = agent.hooks().background().clone();
     let dir: PathBuf = dir.to_path_buf();
-    agent.hooks.tool_registry().register(
+    agent.hooks_mut().tool_registry().register(
         ToolSpec::new(
             "open_gate",
             "Test tool: opens a gate file and waits for background work.",
@@ -98,14 +98,14 @@ async fn a_background_call_is_answered_at_once_with_its_id() {
         "{result}"
     );
     assert!(!recorder.results[0].is_error);
-    assert_eq!(agent.hooks.background().running().len(), 1);
+    assert_eq!(agent.hooks().background().running().len(), 1);
     assert!(
         recorder.notices_tagged("background")[0].starts_with("bg_0001 started:"),
         "{:?}",
         recorder.notices
     );
     std::fs::write(dir.path().join("gate"), "").unwrap();
-    let text = agent.hooks.background().next_finished().await;
+    let text = agent.hooks().background().next_finished().await;
     assert_eq!(text.len(), 1);
     assert_eq!(text[0].id, "bg_0001");
     assert!(text[0].output.contains("late"), "{:?}", text[0]);
@@ -161,7 +161,7 @@ async fn finished_work_is_told_after_the_next_rounds_results_and_only_once() {
     assert_eq!(seen(1), 0);
     assert_eq!(seen(2), 2);
     assert_eq!(seen(3), 2, "carried in the history, not added again");
-    assert!(agent.hooks.background().take_finished().is_empty());
+    assert!(agent.hooks().background().take_finished().is_empty());
 }
 
 #[tokio::test]
@@ -182,11 +182,11 @@ async fn work_that_ends_while_the_agent_is_idle_arrives_as_its_own_message() {
     // Nothing has finished: idle work is not ready.
     tokio::select! {
         biased;
-        work = agent.hooks.idle_work() => panic!("nothing has finished: {work}"),
+        work = agent.hooks_mut().idle_work() => panic!("nothing has finished: {work}"),
         () = std::future::ready(()) => {}
     }
     std::fs::write(dir.path().join("gate"), "").unwrap();
-    let work = agent.hooks.idle_work().await;
+    let work = agent.hooks_mut().idle_work().await;
     assert!(work.starts_with("<task_notification>"), "{work}");
     assert!(work.contains("built"), "{work}");
 
@@ -205,10 +205,10 @@ async fn work_that_ends_while_the_agent_is_idle_arrives_as_its_own_message() {
     assert!(last_user.to_string().contains("bg_0001"), "{last_user}");
 
     // Delivered once: nothing is left to wake the agent again.
-    assert!(agent.hooks.background().take_finished().is_empty());
+    assert!(agent.hooks().background().take_finished().is_empty());
     tokio::select! {
         biased;
-        work = agent.hooks.idle_work() => panic!("delivered twice: {work}"),
+        work = agent.hooks_mut().idle_work() => panic!("delivered twice: {work}"),
         () = std::future::ready(()) => {}
     }
 }
@@ -296,7 +296,7 @@ async fn a_background_command_has_its_own_timeout() {
     let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
     outcome.unwrap();
     assert!(recorder.results[0].text().contains("stopped after 1 s"));
-    let finished = agent.hooks.background().next_finished().await;
+    let finished = agent.hooks().background().next_finished().await;
     let text = finished[0].notification();
     assert!(text.contains("<status>timed_out</status>"), "{text}");
     assert!(text.contains("begun"), "{text}");
@@ -324,7 +324,7 @@ async fn a_notification_is_capped_and_cannot_be_closed_early_by_the_output() {
         .await
         .0
         .unwrap();
-    let text = agent.hooks.background().next_finished().await[0].notification();
+    let text = agent.hooks().background().next_finished().await[0].notification();
     assert_eq!(text.matches("</task_notification>").count(), 1, "{text}");
     assert_eq!(text.matches("<task_id>").count(), 1);
     assert!(text.contains("&lt;/summary&gt;"));
@@ -434,9 +434,9 @@ async fn a_command_still_running_at_exit_is_reported_and_killed_with_its_childre
         "{notices:?}"
     );
     assert!(wait_gone(&pid).await, "the child {pid} was left running");
-    assert!(agent.hooks.background().running().is_empty());
+    assert!(agent.hooks().background().running().is_empty());
     assert!(
-        agent.hooks.background().take_finished().is_empty(),
+        agent.hooks().background().take_finished().is_empty(),
         "a stopped command is not reported as finished"
     );
 }

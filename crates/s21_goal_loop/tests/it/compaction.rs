@@ -286,7 +286,7 @@ async fn after_three_failed_summaries_the_breaker_stops_asking() {
     assert!(!summary_input(&summaries[0]).contains("echo two"));
     assert!(summary_input(&summaries[0]).contains("rm .transcripts"));
     assert!(summary_input(&summaries[1]).contains("echo two"));
-    let compactor = agent.hooks.compactor();
+    let compactor = agent.hooks_mut().compactor();
     assert!(compactor.breaker_open());
     assert_eq!(compactor.summary_failures(), 3);
     // The history was left to the cheaper layers: everything is still there.
@@ -371,7 +371,7 @@ async fn transient_summary_failures_do_not_open_the_breaker_final_ones_do() {
     let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
     assert_eq!(outcome.unwrap().final_text, "first done");
     assert!(*model.asked.lock().unwrap() >= 3);
-    let compactor = agent.hooks.compactor();
+    let compactor = agent.hooks_mut().compactor();
     assert_eq!(compactor.summary_failures(), 0);
     assert!(!compactor.breaker_open());
     let notices = recorder.notices_tagged(COMPACT);
@@ -395,7 +395,7 @@ async fn transient_summary_failures_do_not_open_the_breaker_final_ones_do() {
     assert_eq!(model.inner.remaining(), 0);
     // Not retried, and not attempted once the breaker was open.
     assert_eq!(*model.asked.lock().unwrap(), asked + 3);
-    let compactor = agent.hooks.compactor();
+    let compactor = agent.hooks_mut().compactor();
     assert_eq!(compactor.summary_failures(), 3);
     assert!(compactor.breaker_open());
     let notices = recorder.notices_tagged(COMPACT);
@@ -438,7 +438,7 @@ async fn a_successful_summary_resets_the_failure_count() {
     outcome.unwrap();
     assert_eq!(model.remaining(), 0);
     assert_eq!(summary_requests(&model).len(), 3);
-    let compactor = agent.hooks.compactor();
+    let compactor = agent.hooks_mut().compactor();
     assert_eq!(compactor.summary_failures(), 0);
     assert!(!compactor.breaker_open());
     validate(&history).unwrap();
@@ -472,8 +472,8 @@ async fn a_summary_still_over_the_threshold_counts_as_a_failure() {
     validate(&history).unwrap();
     assert!(history[0].text().starts_with("[Compacted]"));
     assert_eq!(summary_requests(&model).len(), 1);
-    assert_eq!(agent.hooks.compactor().summary_failures(), 1);
-    assert!(!agent.hooks.compactor().breaker_open());
+    assert_eq!(agent.hooks_mut().compactor().summary_failures(), 1);
+    assert!(!agent.hooks_mut().compactor().breaker_open());
     let notices = recorder.notices_tagged(COMPACT);
     assert_eq!(notices.len(), 2, "{notices:?}");
     assert!(notices[0].starts_with("auto compact"), "{notices:?}");
@@ -590,7 +590,7 @@ async fn a_failed_requested_summary_leaves_the_round_intact() {
             .starts_with("Compaction requested")
     );
     // A server error is transient: reported, but not counted.
-    assert_eq!(agent.hooks.compactor().summary_failures(), 0);
+    assert_eq!(agent.hooks_mut().compactor().summary_failures(), 0);
     // The request was used up: one summary was attempted, not one before
     // each later call. (A lesson that retries sends the same request again;
     // that is still one summary.)
@@ -705,7 +705,7 @@ async fn when_the_summary_fails_reactive_compaction_snips_hard_instead() {
 
     assert_eq!(outcome.unwrap().final_text, "done");
     assert_eq!(model.remaining(), 0);
-    assert_eq!(agent.hooks.compactor().summary_failures(), 1);
+    assert_eq!(agent.hooks_mut().compactor().summary_failures(), 1);
     let requests = model.requests();
     assert_eq!(requests.len(), 8);
     let retried = sent_messages(&requests[7]);
@@ -776,7 +776,11 @@ async fn reactive_compaction_is_usable_on_its_own() {
         Message::assistant_text("e"),
         Message::user_text("f"),
     ];
-    let outcome = agent.hooks.compactor().reactive_compact(&mut history).await;
+    let outcome = agent
+        .hooks_mut()
+        .compactor()
+        .reactive_compact(&mut history)
+        .await;
     let ReactiveOutcome::Summarised { transcript } = outcome else {
         panic!("summarised: {outcome:?}");
     };
@@ -827,7 +831,7 @@ async fn the_pipeline_runs_budget_then_snip_then_micro() {
     }
 
     let report = agent
-        .hooks
+        .hooks_mut()
         .compactor()
         .before_model_call(&mut history)
         .await;
@@ -857,7 +861,7 @@ async fn the_pipeline_runs_budget_then_snip_then_micro() {
     );
     // Each layer reported what it did, in the pipeline's order.
     let notices: Vec<String> = agent
-        .notices
+        .notices()
         .take()
         .into_iter()
         .filter(|notice| notice.tag == COMPACT)
@@ -983,7 +987,7 @@ async fn a_subagent_reading_far_more_than_the_window_stays_under_the_threshold()
     );
     // The parent's compactor had nothing to do.
     assert!(recorder.notices_tagged(COMPACT).is_empty());
-    assert_eq!(agent.hooks.compactor().summary_failures(), 0);
+    assert_eq!(agent.hooks_mut().compactor().summary_failures(), 0);
     // The user saw the subagent compact, among its other notices.
     let sub = recorder.notices_tagged(SUBAGENT_TAG);
     assert!(
@@ -1040,7 +1044,7 @@ async fn each_subagent_has_its_own_circuit_breaker() {
     assert!(compact[3].starts_with("[compact] circuit breaker open"));
     assert!(compact[4].starts_with("[compact] summary failed (1/3)"));
     // Neither breaker is the parent's.
-    let parent = agent.hooks.compactor();
+    let parent = agent.hooks_mut().compactor();
     assert_eq!(parent.summary_failures(), 0);
     assert!(!parent.breaker_open());
     assert!(recorder.notices_tagged(COMPACT).is_empty());

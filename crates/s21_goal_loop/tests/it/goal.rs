@@ -68,7 +68,7 @@ fn background_once_go(command: &str) -> Reply {
 /// A `/` line, as the front end hands it over.
 fn slash(agent: &mut GoalAgent, line: &str) -> String {
     agent
-        .hooks
+        .hooks_mut()
         .slash_command(line)
         .expect("the harness answers every / line")
 }
@@ -107,7 +107,7 @@ async fn turn(agent: &mut GoalAgent, history: &mut Vec<Message>, prompt: &str) -
 /// Waits until no background command runs.
 async fn until_background_idle(agent: &GoalAgent) {
     tokio::time::timeout(Duration::from_secs(30), async {
-        while !agent.hooks.background().running().is_empty() {
+        while !agent.hooks().background().running().is_empty() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
@@ -124,7 +124,7 @@ fn validate_requests(requests: &[Value]) {
 }
 
 fn status(agent: &GoalAgent) -> GoalStatus {
-    match (agent.hooks.goal().active(), agent.hooks.goal().last()) {
+    match (agent.hooks().goal().active(), agent.hooks().goal().last()) {
         (Some(goal), _) | (None, Some(goal)) => goal.status,
         (None, None) => panic!("no goal was ever set"),
     }
@@ -174,7 +174,7 @@ async fn tests_passed_counts_only_from_a_background_notification() {
         "{:?}",
         seen.notices
     );
-    assert_eq!(agent.hooks.goal().active().unwrap().continuations, 1);
+    assert_eq!(agent.hooks().goal().active().unwrap().continuations, 1);
 
     let (continuation, _) = idle(&mut agent).await;
     assert!(
@@ -194,14 +194,14 @@ async fn tests_passed_counts_only_from_a_background_notification() {
     assert!(notification.contains("tests passed"), "{notification}");
     let seen = turn(&mut agent, &mut history, &notification).await;
     assert_eq!(status(&agent), GoalStatus::Completed);
-    assert!(agent.hooks.goal().active().is_none());
+    assert!(agent.hooks().goal().active().is_none());
     let met = seen.notices_tagged(TAG);
     assert!(
         met[0].starts_with("goal met after 4 checks") && met[0].contains("bg_0001"),
         "{met:?}"
     );
     // The continuation queued before the result arrived is gone.
-    assert!(!agent.hooks.has_pending_work());
+    assert!(!agent.hooks_mut().has_pending_work());
     assert!(!idle_ready(&mut agent).await);
 
     let requests = model.requests();
@@ -236,7 +236,7 @@ async fn run_unsatisfiable_with(
     slash(&mut agent, "/goal deploy green");
     let mut last = Vec::new();
     let mut turns = 0;
-    while agent.hooks.has_pending_work() {
+    while agent.hooks_mut().has_pending_work() {
         let (prompt, _) = idle(&mut agent).await;
         last = turn(&mut agent, &mut history, &prompt)
             .await
@@ -256,7 +256,7 @@ async fn an_unsatisfiable_goal_stops_blocked_at_its_default_budget_of_20() {
     assert_eq!(model.requests().len(), 21);
     assert_eq!(model.remaining(), 0);
     assert_eq!(status(&agent), GoalStatus::Blocked);
-    let goal = agent.hooks.goal().last().unwrap();
+    let goal = agent.hooks().goal().last().unwrap();
     assert_eq!((goal.checks, goal.continuations), (21, 20));
     // The user is told.
     assert!(
@@ -315,7 +315,7 @@ async fn old_evidence_the_goal_line_its_prompts_and_imitations_never_count() {
     let (notification, _) = idle(&mut agent).await;
     assert!(notification.contains("tests passed"), "{notification}");
     turn(&mut agent, &mut history, &notification).await;
-    assert_eq!(agent.hooks.goal().evidence().since(0).len(), 1);
+    assert_eq!(agent.hooks().goal().evidence().since(0).len(), 1);
 
     // The window opens after that delivery; the line itself (which says
     // "tests passed") never enters the history.
@@ -332,14 +332,14 @@ async fn old_evidence_the_goal_line_its_prompts_and_imitations_never_count() {
     assert_eq!(status(&agent), GoalStatus::Active);
 
     // The continuations repeat the objective, and still nothing counts.
-    while agent.hooks.has_pending_work() {
+    while agent.hooks_mut().has_pending_work() {
         let (prompt, _) = idle(&mut agent).await;
         assert!(prompt.contains("tests passed"), "{prompt}");
         turn(&mut agent, &mut history, &prompt).await;
     }
     assert_eq!(status(&agent), GoalStatus::Blocked);
-    assert_eq!(agent.hooks.goal().evidence().since(0).len(), 1);
-    let goal = agent.hooks.goal().last().unwrap();
+    assert_eq!(agent.hooks().goal().evidence().since(0).len(), 1);
+    let goal = agent.hooks().goal().last().unwrap();
     assert_eq!(goal.start_seq, 1);
     assert!(
         !history
@@ -463,7 +463,7 @@ async fn a_judge_reply_that_is_not_the_json_asked_for_is_not_met() {
     turn(&mut agent, &mut history, &notification).await;
 
     assert_eq!(judge_requests(&model).len(), 1);
-    let goal = agent.hooks.goal().active().expect("still active");
+    let goal = agent.hooks().goal().active().expect("still active");
     let reason = goal.last_reason.clone().unwrap();
     assert!(reason.contains("was not {\"ok\": bool"), "{reason}");
     assert!(reason.contains("Looks good to me!"), "{reason}");
@@ -484,7 +484,7 @@ async fn a_waiting_notification_goes_before_the_goal_prompt_which_waits_for_runn
     slash(&mut agent, "/goal tests passed");
     let (kickoff, _) = idle(&mut agent).await;
     turn(&mut agent, &mut history, &kickoff).await;
-    assert!(agent.hooks.goal().has_continuation());
+    assert!(agent.hooks().goal().has_continuation());
 
     // While the command runs, the continuation waits.
     assert!(!idle_ready(&mut agent).await);
@@ -539,12 +539,12 @@ async fn goal_shows_the_goal_and_clear_drops_its_queued_prompt() {
     );
 
     // Clearing drops the continuation that was queued.
-    assert!(agent.hooks.has_pending_work());
+    assert!(agent.hooks_mut().has_pending_work());
     assert_eq!(
         slash(&mut agent, "/goal clear"),
         "Goal cleared: until the build succeeds"
     );
-    assert!(!agent.hooks.has_pending_work());
+    assert!(!agent.hooks_mut().has_pending_work());
     assert!(!idle_ready(&mut agent).await);
     let after = slash(&mut agent, "/goal");
     assert!(
@@ -677,7 +677,7 @@ async fn the_model_may_end_a_goal_as_impossible_which_is_never_met() {
             && notice.contains("nothing here can deploy"),
         "{notice}"
     );
-    assert!(!agent.hooks.has_pending_work());
+    assert!(!agent.hooks_mut().has_pending_work());
     let shown = slash(&mut agent, "/goal");
     assert!(shown.contains("status:     impossible"), "{shown}");
     assert!(shown.contains("nothing here can deploy"), "{shown}");
@@ -709,7 +709,7 @@ async fn the_output_of_a_background_command_that_failed_never_meets_a_goal() {
     turn(&mut agent, &mut history, &notification).await;
     assert_eq!(status(&agent), GoalStatus::Active);
     // The entry carries what the harness observed.
-    let entry = &agent.hooks.goal().evidence().since(0)[0];
+    let entry = &agent.hooks().goal().evidence().since(0)[0];
     assert_eq!(
         entry.command,
         "until [ -e go ]; do sleep 0.02; done; echo tests passed; exit 1"
@@ -717,7 +717,7 @@ async fn the_output_of_a_background_command_that_failed_never_meets_a_goal() {
     assert!(!entry.outcome.succeeded);
     assert_eq!(entry.outcome.status, "failed");
     let reason = agent
-        .hooks
+        .hooks()
         .goal()
         .active()
         .unwrap()
@@ -860,13 +860,13 @@ async fn with_a_check_no_words_and_no_believing_judge_meet_the_goal() {
     let (kickoff, _) = idle(&mut agent).await;
     turn(&mut agent, &mut history, &kickoff).await;
     std::fs::write(dir.path().join("go"), "").unwrap();
-    while agent.hooks.has_pending_work() {
+    while agent.hooks_mut().has_pending_work() {
         let (prompt, _) = idle(&mut agent).await;
         turn(&mut agent, &mut history, &prompt).await;
     }
     assert_eq!(status(&agent), GoalStatus::Blocked);
     assert!(judge_requests(&model).is_empty(), "the check is the judge");
-    assert_eq!(agent.hooks.goal().evidence().since(0).len(), 1);
+    assert_eq!(agent.hooks().goal().evidence().since(0).len(), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -950,7 +950,7 @@ async fn a_stop_hook_that_uses_up_its_continuations_still_leaves_the_end_to_the_
     let mut agent = agent(dir.path(), model.clone(), keyword(20));
     // A Stop hook (lesson 19) that is never satisfied.
     agent
-        .hooks
+        .hooks_mut()
         .registry()
         .on_stop(|_| Some("Are you sure? Check again.".into()));
     let mut history = Vec::new();
@@ -959,7 +959,7 @@ async fn a_stop_hook_that_uses_up_its_continuations_still_leaves_the_end_to_the_
     let seen = turn(&mut agent, &mut history, &kickoff).await;
 
     // The hook used up its continuations and the turn ended...
-    let cap = agent.limits.max_stop_continuations;
+    let cap = agent.limits().max_stop_continuations;
     assert_eq!(model.requests().len(), 1 + cap);
     assert_eq!(model.remaining(), 1);
     // ...and the goal's gate still decided, where the user sees it.
@@ -970,8 +970,8 @@ async fn a_stop_hook_that_uses_up_its_continuations_still_leaves_the_end_to_the_
             && notices[0].contains("continuation 1/20 queued"),
         "{notices:?}"
     );
-    assert_eq!(agent.hooks.goal().active().unwrap().checks, 1);
-    assert!(agent.hooks.goal().has_continuation());
+    assert_eq!(agent.hooks().goal().active().unwrap().checks, 1);
+    assert!(agent.hooks().goal().has_continuation());
     // Memory extraction ran once, at the turn's real end.
     assert_eq!(extractions(&model), 1);
     validate(&history).unwrap();
@@ -987,7 +987,7 @@ async fn a_stop_hook_that_lets_the_turn_end_early_leaves_one_gate_and_one_extrac
     let mut agent = agent(dir.path(), model.clone(), keyword(20));
     // Sends the model back once, then lets the turn end.
     let sent = std::sync::atomic::AtomicBool::new(false);
-    agent.hooks.registry().on_stop(move |_| {
+    agent.hooks_mut().registry().on_stop(move |_| {
         (!sent.swap(true, std::sync::atomic::Ordering::SeqCst)).then(|| "Check again.".to_string())
     });
     let mut history = Vec::new();
@@ -998,7 +998,7 @@ async fn a_stop_hook_that_lets_the_turn_end_early_leaves_one_gate_and_one_extrac
     assert_eq!(model.requests().len(), 2);
     // A continuation by the hook is not the turn's end: one check only.
     assert_eq!(seen.notices_tagged(TAG).len(), 1, "{:?}", seen.notices);
-    assert_eq!(agent.hooks.goal().active().unwrap().checks, 1);
+    assert_eq!(agent.hooks().goal().active().unwrap().checks, 1);
     assert_eq!(extractions(&model), 1);
 }
 
@@ -1048,7 +1048,7 @@ async fn the_met_notice_counts_the_continuation_turns_that_ran_not_one_dropped_u
         met[0].starts_with("goal met after 3 checks and 1 continuation turn:"),
         "{met:?}"
     );
-    assert_eq!(agent.hooks.goal().last().unwrap().continuations_run, 1);
+    assert_eq!(agent.hooks().goal().last().unwrap().continuations_run, 1);
     // `/goal` tells the budget used from the turns that ran.
     let shown = slash(&mut agent, "/goal");
     assert!(

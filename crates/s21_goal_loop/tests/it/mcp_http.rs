@@ -225,7 +225,7 @@ async fn the_agent_connects_by_url_calls_a_tool_and_follows_a_changed_tool_list(
         Reply::text("done"),
     ]));
     let mut agent = support::agent_with(dir.path(), model.clone(), support::options());
-    let hub = agent.hooks.mcp().clone();
+    let hub = agent.hooks().mcp().clone();
     let mut history = Vec::new();
     let (outcome, recorder) = support::turn(&mut agent, &mut history, "go").await;
     outcome.unwrap();
@@ -292,7 +292,7 @@ async fn permission_rules_apply_to_an_http_servers_tools_as_to_a_stdio_servers()
         ..support::options()
     };
     let mut agent = support::agent_with(dir.path(), model, options);
-    let hub = agent.hooks.mcp().clone();
+    let hub = agent.hooks().mcp().clone();
     let mut history = Vec::new();
     let (outcome, _) = support::turn(&mut agent, &mut history, "go").await;
     outcome.unwrap();

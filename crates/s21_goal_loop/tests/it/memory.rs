@@ -669,7 +669,7 @@ async fn memory_recalls_for_the_prompt_as_sent_and_never_sees_a_blocked_one() {
     // A UserPromptSubmit hook that expands a shorthand and refuses prompts
     // that hold a secret.
     agent
-        .hooks
+        .hooks_mut()
         .registry()
         .on_user_prompt_submit(|prompt: &str| {
             if prompt.contains("SECRET") {

@@ -700,7 +700,7 @@ async fn a_stop_hook_that_never_lets_go_still_leaves_the_turn_end_to_memory() {
     validate(&history).unwrap();
 
     // The hook used up the loop's continuations, and the turn ended...
-    let cap = agent.limits.max_stop_continuations;
+    let cap = agent.limits().max_stop_continuations;
     assert_eq!(model.requests().len(), 1 + cap);
     assert_eq!(model.remaining(), 1);
     // ...with memory's extraction, once, as at any turn's end.
@@ -758,7 +758,7 @@ async fn a_server_of_the_settings_file_connects_and_its_rules_apply_to_its_tools
         ..support::options()
     };
     let mut agent = support::agent_with(dir.path(), model.clone(), options);
-    let status = agent.hooks.status_view();
+    let status = agent.hooks().status_view();
     assert!(
         status.mcp.contains("docs [stdio]: not connected"),
         "{}",
@@ -795,7 +795,7 @@ async fn a_server_of_the_settings_file_connects_and_its_rules_apply_to_its_tools
         results[2].0
     );
     assert!(approver.asked().is_empty(), "{:?}", approver.asked());
-    let status = agent.hooks.status_view();
+    let status = agent.hooks().status_view();
     assert!(
         status.mcp.contains("docs [stdio]: connected"),
         "{}",

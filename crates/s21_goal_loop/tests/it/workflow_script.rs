@@ -302,7 +302,7 @@ fn script(source: &str) -> ScriptRequest {
 /// Starts `source` as the run `name`; its run id.
 fn start(agent: &Agent<LessonHooks>, name: &str, source: &str) -> String {
     agent
-        .hooks
+        .hooks()
         .workflows()
         .start_script(request(name, None), script(source))
         .unwrap()
@@ -313,7 +313,7 @@ fn start(agent: &Agent<LessonHooks>, name: &str, source: &str) -> String {
 async fn next(agent: &Agent<LessonHooks>) -> RunFinished {
     let mut finished = tokio::time::timeout(
         Duration::from_secs(60),
-        agent.hooks.workflows().next_finished(),
+        agent.hooks().workflows().next_finished(),
     )
     .await
     .expect("the run finishes");
@@ -520,7 +520,7 @@ async fn what_the_sandbox_leaves_out_fails_with_a_clear_error() {
     }
     // A static import does not even parse: refused before anything starts.
     let refused = agent
-        .hooks
+        .hooks()
         .workflows()
         .start_script(request("t", None), script("import fs from 'fs'\nreturn 1"))
         .unwrap_err()
@@ -538,7 +538,7 @@ async fn script_errors_come_back_with_their_line_and_column() {
     let fake = Arc::new(Fake::new(Vec::new()));
     let agent = build(dir.path(), &fake);
     let refused = agent
-        .hooks
+        .hooks()
         .workflows()
         .start_script(
             request("t", None),
@@ -625,7 +625,7 @@ async fn a_stopped_script_run_resumed_reruns_only_the_calls_not_journaled() {
     assert_eq!(fake.finished(), ["a", "b"]);
     // The session ends with the run in the middle of its third call.
     assert_eq!(
-        agent.hooks.workflows().stop_all().await,
+        agent.hooks().workflows().stop_all().await,
         vec![run_id.clone()]
     );
     drop(agent);
@@ -634,7 +634,7 @@ async fn a_stopped_script_run_resumed_reruns_only_the_calls_not_journaled() {
     let fresh = Arc::new(Fake::new(Vec::new()));
     let agent = build(dir.path(), &fresh);
     let started = agent
-        .hooks
+        .hooks()
         .workflows()
         .start(request("steps", Some(&run_id)))
         .unwrap();
@@ -653,7 +653,7 @@ async fn a_stopped_script_run_resumed_reruns_only_the_calls_not_journaled() {
     // again, the unchanged ones come from the journal.
     let edited = THREE_STEPS.replace("key: 'v1'", "key: 'v2'");
     let started = agent
-        .hooks
+        .hooks()
         .workflows()
         .start_script(request("steps", Some(&run_id)), script(&edited))
         .unwrap();
@@ -695,7 +695,7 @@ async fn a_script_from_the_model_asks_and_a_settings_rule_can_allow_or_deny_it()
     let asked = approver.asked();
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0].reason, "Running a workflow script the model wrote");
-    assert!(!agent.hooks.workflows().has_pending());
+    assert!(!agent.hooks().workflows().has_pending());
 
     // `Workflow(script)` in allow: it runs without a question.
     for (list, runs) in [("allow", true), ("deny", false)] {
@@ -727,7 +727,7 @@ async fn a_script_from_the_model_asks_and_a_settings_rule_can_allow_or_deny_it()
             );
         } else {
             assert!(
-                !agent.hooks.workflows().has_pending(),
+                !agent.hooks().workflows().has_pending(),
                 "denied: nothing runs"
             );
         }
@@ -788,7 +788,7 @@ async fn review(dir: &Path, name: &str) -> (Vec<(String, String)>, Vec<u8>, Stri
     });
     let agent = build_with(dir, model.clone(), options_with(1));
     let run_id = agent
-        .hooks
+        .hooks()
         .workflows()
         .start(StartRequest {
             name: name.to_string(),
@@ -847,7 +847,7 @@ async fn saved_scripts_are_listed_in_the_tool_and_in_status_for_the_whole_sessio
     let mut agent = build(dir.path(), &fake);
     // A script saved after start-up is not seen until the next session.
     std::fs::write(dir.path().join(".workflows/later.js"), "// later\nreturn 1").unwrap();
-    let tools = agent.hooks.tools();
+    let tools = agent.hooks_mut().tools();
     let workflow = tools.iter().find(|tool| tool.name == "Workflow").unwrap();
     assert!(
         workflow
@@ -859,7 +859,7 @@ async fn saved_scripts_are_listed_in_the_tool_and_in_status_for_the_whole_sessio
     assert!(workflow.description.contains("(phases: Review, Verify)"));
     assert!(!workflow.description.contains("\n- broken"));
     assert!(!workflow.description.contains("\n- later"));
-    let status = agent.hooks.status_view();
+    let status = agent.hooks().status_view();
     assert_eq!(status.saved_scripts, ["review-changes-js"]);
     assert!(
         lesson::slash::render(&status).contains("scripts:     review-changes-js"),

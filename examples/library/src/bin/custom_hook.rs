@@ -5,7 +5,7 @@
 //! refuse it (the reason goes back to the model as the call's `is_error`
 //! result, so the loop goes on), `PostToolUse` callbacks see each call and
 //! what it returned. The lesson registers its own there (the permission
-//! check, the log of calls); `agent.hooks.registry()` lets a program add
+//! check, the log of calls); `agent.hooks_mut().registry()` lets a program add
 //! more. They run after the lesson's, in the order they were added.
 //!
 //! Two hooks here: a policy that refuses any `bash` command that deletes
@@ -117,7 +117,7 @@ async fn main() -> ExitCode {
 
 async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let setup = course_examples::setup("custom_hook", &args.common, SCRIPT)?;
-    let log = setup.workspace.root().join(AUDIT_LOG);
+    let log = setup.workspace().root().join(AUDIT_LOG);
     // Approve everything the lesson's permission check would ask about
     // (it shows each question it answered, as `--yes` does): there is no
     // terminal to ask, and our own policy hook runs after it.
@@ -128,7 +128,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut agent = lesson::build(setup, options)?;
     // ANCHOR: register
     {
-        let mut registry = agent.hooks.registry();
+        let mut registry = agent.hooks_mut().registry();
         registry.on_pre_tool_use(no_rm);
         registry.on_post_tool_use(audit(log));
     }

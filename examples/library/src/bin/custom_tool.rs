@@ -3,7 +3,7 @@
 //! A lesson's tools live in one dispatch map, the
 //! [`ToolRegistry`](lesson::dispatch::ToolRegistry) its hooks own. The
 //! agent that `lesson::build` returns lends that map out
-//! (`agent.hooks.tool_registry()`), and a tool registered there is a tool
+//! (`agent.hooks_mut().tool_registry()`), and a tool registered there is a tool
 //! like any other: the model is offered it on its next call, the loop
 //! dispatches to it by name, the permission check and the hooks run around
 //! it, and its handler gets the same [`ToolContext`] as the built-in tools:
@@ -130,7 +130,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut agent = lesson::build(setup, options)?;
     // ANCHOR: register
     agent
-        .hooks
+        .hooks_mut()
         .tool_registry()
         .register(word_count_spec(), word_count);
     // ANCHOR_END: register
