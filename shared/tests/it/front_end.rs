@@ -16,7 +16,6 @@ use std::future::Future;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
-use shared::agent::Agent;
 use shared::cli::{CommonArgs, Lesson};
 use shared::hooks::{Hooks, ToolOutput};
 use shared::notice::Notices;
