@@ -26,8 +26,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::fork::check::{cargo, install_npm_packages, sync};
+use crate::fork::check::{cargo, install_npm_packages, keep_apart, sync};
 use crate::lessons::Lesson;
+
+/// The `codegen-units` that mark the crates the exercises build, apart
+/// from the course's and `fork-check`'s (see [`keep_apart`]).
+const EXERCISE_CHECK_UNITS: u32 = 254;
 
 /// What one lesson's check found.
 #[derive(Debug)]
@@ -53,6 +57,7 @@ pub fn check(root: &Path, lesson: &Lesson, target_dir: &Path) -> Result<Checked>
     // The reference MCP servers s18+ test against, as fork-check gives them.
     install_npm_packages(root, &fresh)?;
     sync(&fresh, &dir)?;
+    keep_apart(&dir, target_dir, EXERCISE_CHECK_UNITS)?;
     let lock_before = std::fs::read_to_string(dir.join("Cargo.lock"))?;
     let id = lesson.id();
 
