@@ -35,7 +35,7 @@ use super::agent::{AgentRunner, DEFAULT_CONCURRENCY};
 use super::journal::Journal;
 use super::lock::{LockError, RunLock};
 use super::meta::{MAX_NAME_CHARS, WorkflowInputError, WorkflowMeta, is_safe_name};
-use super::registry::{Registered, WorkflowRegistry};
+use super::registry::{Registered, WorkflowFn, WorkflowRegistry};
 use super::report::RunFinished;
 use super::run::Run;
 use super::store::{MAX_RUN_ID_CHARS, RunStatus, RunStore, Snapshot, new_run_id};
@@ -232,94 +232,37 @@ impl WorkflowRuntime {
         })
     }
 
-    /// Starts `registered` as `request` asks.
+    /// Starts `registered` as `request` asks, in the order that keeps a
+    /// refusal from leaving anything behind: the run's id and arguments,
+    /// its place among the running runs, its lock file, its journal and
+    /// snapshot, and only then its task.
     fn start_registered(
         &self,
         request: StartRequest,
         registered: Registered,
     ) -> Result<Started, WorkflowInputError> {
         let inner = &self.inner;
-        let (run_id, args) = match &request.resume_from_run_id {
-            Some(run_id) => {
-                let snapshot = inner.store.load_for_resume(run_id)?;
-                if snapshot.workflow != request.name {
-                    return Err(WorkflowInputError::OtherWorkflow {
-                        run_id: run_id.clone(),
-                        found: snapshot.workflow,
-                        wanted: request.name,
-                    });
-                }
-                (run_id.clone(), request.args.unwrap_or(snapshot.args))
-            }
-            None => (
-                new_run_id(&request.name),
-                request.args.unwrap_or_else(|| json!({})),
-            ),
-        };
-        let cancel = {
-            let mut state = inner.state();
-            if state.running.contains_key(&run_id) {
-                return Err(WorkflowInputError::StillRunning(run_id));
-            }
-            let cancel = CancellationToken::new();
-            // Registered before the task exists, and under the same lock as
-            // the check: two resumes of one run cannot both start.
-            state.running.insert(
-                run_id.clone(),
-                Running {
-                    workflow: request.name.clone(),
-                    cancel: cancel.clone(),
-                    handle: None,
-                },
-            );
-            cancel
+        let (run_id, args) = self.run_id_and_args(&request)?;
+        let cancel = self.reserve(&run_id, &request.name)?;
+        // Every refusal from here on gives the place back.
+        let release = |error| {
+            inner.state().running.remove(&run_id);
+            error
         };
         // The in-process check above cannot see another session on the
         // same workspace; the run's lock file can. Whoever runs the run
         // holds it, from here until the run has written its end.
-        let lock = match RunLock::try_take(&inner.store.lock_path(&run_id), &run_id) {
-            Ok(lock) => lock,
-            Err(error) => {
-                inner.state().running.remove(&run_id);
-                return Err(match error {
+        let lock =
+            RunLock::try_take(&inner.store.lock_path(&run_id), &run_id).map_err(|error| {
+                release(match error {
                     LockError::Held(run_id) => WorkflowInputError::RunningElsewhere(run_id),
                     LockError::Io { .. } => WorkflowInputError::Storage(error.to_string()),
-                });
-            }
-        };
-        let opened =
-            Journal::open(&inner.store.journal_path(&run_id), &inner.notices)
-                .map_err(|error| format!("cannot open the journal of {run_id}: {error}"))
-                .and_then(|journal| {
-                    let run = Run::new(
-                        run_id.clone(),
-                        request.name.clone(),
-                        journal,
-                        Arc::clone(&inner.agents),
-                        inner.registry.clone(),
-                        inner.notices.clone(),
-                    )
-                    .with_cancel(cancel);
-                    let snapshot = snapshot_of(&run, &args, RunStatus::Running, None, None);
-                    inner.store.write_snapshot(&snapshot).map_err(|error| {
-                        format!("cannot write the snapshot of {run_id}: {error}")
-                    })?;
-                    if let Some(source) = &registered.source
-                        && !inner.registry.contains(&request.name)
-                    {
-                        inner.store.write_script(&run_id, source).map_err(|error| {
-                            format!("cannot keep the script of {run_id}: {error}")
-                        })?;
-                    }
-                    Ok(run)
-                });
-        let run = match opened {
-            Ok(run) => Arc::new(run),
-            Err(error) => {
-                inner.state().running.remove(&run_id);
-                return Err(WorkflowInputError::Storage(error));
-            }
-        };
+                })
+            })?;
+        let run = self
+            .open_run(&run_id, &request.name, &args, &registered, cancel)
+            .map(Arc::new)
+            .map_err(release)?;
         let journaled = run.journal.len();
         inner.notices.emit(
             TAG,
@@ -329,24 +272,117 @@ impl WorkflowRuntime {
             },
         );
         run.update(|_| {});
-        let weak = Arc::downgrade(inner);
-        let workflow = registered.run;
-        let task_run = Arc::clone(&run);
+        self.spawn(run, registered.run, args, lock);
+        Ok(Started { run_id, journaled })
+    }
+
+    /// A new run's id and arguments, or on a resume the run's own id and
+    /// (unless `request` brings new ones) its arguments.
+    fn run_id_and_args(
+        &self,
+        request: &StartRequest,
+    ) -> Result<(String, Value), WorkflowInputError> {
+        let args = request.args.clone();
+        let Some(run_id) = &request.resume_from_run_id else {
+            let run_id = new_run_id(&request.name);
+            return Ok((run_id, args.unwrap_or_else(|| json!({}))));
+        };
+        let snapshot = self.inner.store.load_for_resume(run_id)?;
+        if snapshot.workflow != request.name {
+            return Err(WorkflowInputError::OtherWorkflow {
+                run_id: run_id.clone(),
+                found: snapshot.workflow,
+                wanted: request.name.clone(),
+            });
+        }
+        Ok((run_id.clone(), args.unwrap_or(snapshot.args)))
+    }
+
+    /// Enters `run_id` among the running runs, refused if it is there
+    /// already; returns the token that will cancel it.
+    fn reserve(
+        &self,
+        run_id: &str,
+        workflow: &str,
+    ) -> Result<CancellationToken, WorkflowInputError> {
+        let mut state = self.inner.state();
+        if state.running.contains_key(run_id) {
+            return Err(WorkflowInputError::StillRunning(run_id.to_string()));
+        }
+        let cancel = CancellationToken::new();
+        // Registered before the task exists, and under the same lock as
+        // the check: two resumes of one run cannot both start.
+        state.running.insert(
+            run_id.to_string(),
+            Running {
+                workflow: workflow.to_string(),
+                cancel: cancel.clone(),
+                handle: None,
+            },
+        );
+        Ok(cancel)
+    }
+
+    /// The run, its journal open and its `running` snapshot written; a
+    /// model's script is kept beside it, for a resume to run again.
+    fn open_run(
+        &self,
+        run_id: &str,
+        workflow: &str,
+        args: &Value,
+        registered: &Registered,
+        cancel: CancellationToken,
+    ) -> Result<Run, WorkflowInputError> {
+        let inner = &self.inner;
+        let storage = |what: &str, error: &dyn std::fmt::Display| {
+            WorkflowInputError::Storage(format!("cannot {what} of {run_id}: {error}"))
+        };
+        let journal = Journal::open(&inner.store.journal_path(run_id), &inner.notices)
+            .map_err(|error| storage("open the journal", &error))?;
+        let run = Run::new(
+            run_id.to_string(),
+            workflow.to_string(),
+            journal,
+            Arc::clone(&inner.agents),
+            inner.registry.clone(),
+            inner.notices.clone(),
+        )
+        .with_cancel(cancel);
+        let snapshot = snapshot_of(&run, args, RunStatus::Running, None, None);
+        inner
+            .store
+            .write_snapshot(&snapshot)
+            .map_err(|error| storage("write the snapshot", &error))?;
+        if let Some(source) = &registered.source
+            && !inner.registry.contains(workflow)
+        {
+            inner
+                .store
+                .write_script(run_id, source)
+                .map_err(|error| storage("keep the script", &error))?;
+        }
+        Ok(run)
+    }
+
+    /// Spawns the task that runs `workflow` and ends the run, and gives its
+    /// handle to the run's place among the running runs.
+    fn spawn(&self, run: Arc<Run>, workflow: WorkflowFn, args: Value, lock: RunLock) {
+        let weak = Arc::downgrade(&self.inner);
+        let run_id = run.id.clone();
         let handle = tokio::spawn(async move {
-            let ctx = WorkflowCtx::new(Arc::clone(&task_run));
+            let ctx = WorkflowCtx::new(Arc::clone(&run));
             let outcome = tokio::select! {
                 outcome = workflow(ctx, args.clone()) => outcome,
-                () = task_run.cancel.cancelled() => Err(WorkflowError::Stopped),
+                () = run.cancel.cancelled() => Err(WorkflowError::Stopped),
             };
-            finish(&weak, &task_run, &args, outcome, lock);
+            finish(&weak, &run, &args, outcome, lock);
         });
-        let mut state = inner.state();
+        let mut state = self.inner.state();
         match state.running.get_mut(&run_id) {
             Some(running) => running.handle = Some(handle),
             // It already finished; the handle has nothing left to stop.
             None => drop(handle),
         }
-        Ok(Started { run_id, journaled })
     }
     // ANCHOR_END: start
 
