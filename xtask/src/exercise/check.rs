@@ -57,7 +57,7 @@ pub fn check(root: &Path, lesson: &Lesson, target_dir: &Path) -> Result<Checked>
     // The reference MCP servers s18+ test against, as fork-check gives them.
     install_npm_packages(root, &fresh)?;
     sync(&fresh, &dir)?;
-    keep_apart(&dir, target_dir, EXERCISE_CHECK_UNITS)?;
+    keep_apart(&dir, &forked.packages, EXERCISE_CHECK_UNITS)?;
     let lock_before = std::fs::read_to_string(dir.join("Cargo.lock"))?;
     let id = lesson.id();
 

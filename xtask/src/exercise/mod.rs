@@ -318,6 +318,8 @@ pub fn join_path(base: &str, file: &str) -> Result<String> {
 pub struct Written {
     /// The tool's crate, relative to the fork's root (`exercise`).
     pub member: String,
+    /// The tool's package, named as its folder.
+    pub package: String,
     /// The regions stubbed, as `sNN name`.
     pub regions: Vec<String>,
 }
@@ -400,6 +402,7 @@ pub fn write_into_fork(
     tool::write_crate(dest)?;
     Ok(Written {
         member: tool::DIR.to_string(),
+        package: tool::DIR.to_string(),
         regions,
     })
 }

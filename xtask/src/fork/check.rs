@@ -50,11 +50,11 @@ pub fn check(root: &Path, lesson: &Lesson, name: &str, target_dir: &Path) -> Res
     let fresh = temp.path().join("fork");
     // Offline: the workspace's build has filled the registry cache with
     // every package a lesson uses.
-    super::fork(root, lesson, &fresh, Some(name), true)?;
+    let forked = super::fork(root, lesson, &fresh, Some(name), true)?;
     install_npm_packages(root, &fresh)?;
     let dir = target_dir.join("fork-check").join(name);
     sync(&fresh, &dir)?;
-    keep_apart(&dir, target_dir, FORK_CHECK_UNITS)?;
+    keep_apart(&dir, &forked.packages, FORK_CHECK_UNITS)?;
     let lock_before = read(&dir.join("Cargo.lock"))?;
 
     // One build: `cargo test` builds the binary too, for the tests that run
@@ -81,10 +81,10 @@ pub fn check(root: &Path, lesson: &Lesson, name: &str, target_dir: &Path) -> Res
 /// [`keep_apart`]); the exercises use another number.
 const FORK_CHECK_UNITS: u32 = 255;
 
-/// Gives the fork in `dir` builds of its own crates in `target_dir`, the
-/// target directory it shares with the course, by writing a
-/// `.cargo/config.toml` beside it that sets `codegen-units = units` for
-/// each of the fork's packages.
+/// Gives the fork in `dir` builds of its own crates in the target
+/// directory it shares with the course, by writing a `.cargo/config.toml`
+/// beside it that sets `codegen-units = units` for each of its `packages`
+/// ([`super::Forked::packages`]).
 ///
 /// Why: Cargo names the build of a workspace member after its path
 /// relative to the workspace root, so the fork's `shared` and the
@@ -96,37 +96,16 @@ const FORK_CHECK_UNITS: u32 = 255;
 /// older one. A profile setting differs in every unit's hash (and so in
 /// every crate built on it) while changing nothing that matters for a
 /// debug build; the registry's crates, which are the cost, stay shared.
-pub fn keep_apart(dir: &Path, target_dir: &Path, units: u32) -> Result<()> {
-    let output = cargo(dir, target_dir)
-        .args([
-            "metadata",
-            "--no-deps",
-            "--offline",
-            "--format-version",
-            "1",
-        ])
-        .output()
-        .context("running cargo metadata in the fork")?;
-    if !output.status.success() {
-        bail!(
-            "cargo metadata in the fork {} failed:\n{}",
-            dir.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).context("cargo metadata printed no JSON")?;
+pub fn keep_apart(dir: &Path, packages: &[String], units: u32) -> Result<()> {
     let mut config = String::from(
         "# Written by `cargo xtask` (keep_apart in xtask/src/fork/check.rs): the\n\
          # fork's crates get builds of their own in the target directory it\n\
          # shares with the course.\n",
     );
-    for package in metadata["packages"].as_array().into_iter().flatten() {
-        if let Some(name) = package["name"].as_str() {
-            config.push_str(&format!(
-                "\n[profile.dev.package.{name}]\ncodegen-units = {units}\n"
-            ));
-        }
+    for name in packages {
+        config.push_str(&format!(
+            "\n[profile.dev.package.{name}]\ncodegen-units = {units}\n"
+        ));
     }
     let Some(parent) = dir.parent() else {
         bail!("{} has no parent directory", dir.display());

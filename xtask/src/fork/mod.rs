@@ -54,6 +54,8 @@ pub struct Forked {
     /// The fork's crates, as directories below its root: the lesson
     /// first, then the course's crates it stands on.
     pub members: Vec<String>,
+    /// The package names of those crates, in the same order.
+    pub packages: Vec<String>,
     /// The folders and files copied because the lesson reads them.
     pub resources: Vec<String>,
     /// The folders with an npm `package.json` whose packages the lesson's
@@ -112,6 +114,7 @@ pub fn fork_with(
     // the course's MCP server) as they are, each with its manifest written
     // out at its own depth below the root.
     let mut members = Vec::new();
+    let mut packages = Vec::new();
     for member in &carried.members {
         let is_lesson = member.dir == lesson_dir;
         let dir = if is_lesson {
@@ -133,6 +136,11 @@ pub fn fork_with(
             .with_context(|| format!("writing out {dir}/Cargo.toml"))?;
         write(&manifest, &text)?;
         members.push(dir);
+        packages.push(if is_lesson {
+            name.clone()
+        } else {
+            member.package.clone()
+        });
     }
 
     for resource in &carried.resources {
@@ -144,6 +152,7 @@ pub fn fork_with(
         let written = crate::exercise::write_into_fork(&all, lesson, dest, &name)?;
         stubbed = written.regions;
         members.push(written.member);
+        packages.push(written.package);
     }
     // Clippy reads its settings from the nearest clippy.toml above a crate.
     if root.join("clippy.toml").is_file() {
@@ -154,10 +163,10 @@ pub fn fork_with(
         &dest.join("Cargo.toml"),
         &root_manifest(&read(&root.join("Cargo.toml"))?, &members)?,
     )?;
-    let packages: Vec<&str> = carried.members.iter().map(|m| m.package.as_str()).collect();
+    let carried_packages: Vec<&str> = carried.members.iter().map(|m| m.package.as_str()).collect();
     let lock = lockfile::trim(
         &read(&root.join("Cargo.lock"))?,
-        &packages,
+        &carried_packages,
         &[(&lesson.name, &name)],
     )?;
     write(&dest.join("Cargo.lock"), &lock)?;
@@ -174,6 +183,7 @@ pub fn fork_with(
         dir: dest.to_path_buf(),
         name,
         members,
+        packages,
         resources: carried.resources,
         npm,
         exercise: stubbed,

@@ -400,21 +400,22 @@ fn sync_rewrites_only_what_changed_and_removes_what_is_gone() {
 
 #[test]
 fn a_checked_fork_marks_each_of_its_packages_apart_from_the_course() {
+    let all = lessons();
+    let lesson = lessons::find(&all, "s18").unwrap();
     // As fork-check lays it out: the fork in a folder of its own inside
     // the target directory, the config beside it.
-    let (_temp, fresh) = forked("s18", Some("my_agent"));
     let place = tempfile::tempdir().unwrap();
     let dir = place.path().join("my_agent");
-    fork::check::sync(&fresh, &dir).unwrap();
-    fork::check::keep_apart(&dir, &place.path().join("target"), 7).unwrap();
+    let forked = fork::fork(&root(), lesson, &dir, Some("my_agent"), true).unwrap();
+    fork::check::keep_apart(&dir, &forked.packages, 7).unwrap();
 
     let text = std::fs::read_to_string(place.path().join(".cargo/config.toml")).unwrap();
     let config: toml_edit::DocumentMut = text.parse().unwrap();
     let packages = config["profile"]["dev"]["package"].as_table().unwrap();
     let mut named: Vec<&str> = packages.iter().map(|(name, _)| name).collect();
     named.sort_unstable();
-    // Every member the fork builds, the lesson's crate under its new name
-    // and the example server that does not depend on `shared` included.
+    // Every crate the fork builds, the lesson's under its new name and
+    // the example server that does not depend on `shared` included.
     assert_eq!(named, ["mcp_example_server", "my_agent", "shared"]);
     for (name, settings) in packages {
         assert_eq!(
